@@ -1,0 +1,224 @@
+"""The localness Transformer: fairseq's Transformer with LocalityAttention where a plan places it.
+
+Small subclasses that swap components through fairseq's build hooks
+(``build_encoder``/``build_decoder`` -> ``build_*_layer`` ->
+``build_self_attention``/``build_encoder_attention``); everything else is
+fairseq's own code. Layers without a locality method keep fairseq's
+``MultiheadAttention`` untouched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from typing import Any, Callable, Dict, Mapping
+
+from fairseq.distributed import fsdp_wrap
+from fairseq.models import register_model, register_model_architecture
+from fairseq.models.transformer import (
+    TransformerDecoderBase,
+    TransformerEncoderBase,
+    TransformerModel,
+    transformer_iwslt_de_en,
+    transformer_wmt_en_de,
+    transformer_wmt_en_de_big,
+)
+from fairseq.modules import transformer_layer
+from fairseq.modules.checkpoint_activations import checkpoint_wrapper
+from omegaconf import OmegaConf
+
+from ..attention.core import LocalityAttention
+from ..attention.placement import LocalityPlan
+from ..attention.registry import LOCALITY_METHODS, AttentionSpec, add_method_args, fill_method_defaults
+
+logger = logging.getLogger(__name__)
+
+MODEL_NAME = "transformer_localness"
+
+
+def build_locality_attention(cfg, plan: LocalityPlan, attn_type: str, layer: int, default_builder: Callable, **kwargs):
+    """LocalityAttention for the methods ``plan`` places here, else fairseq's own attention."""
+    methods = plan.methods_for(attn_type, layer)
+    if not methods:
+        return default_builder()
+    side = cfg.encoder if attn_type == "encoder" else cfg.decoder
+    kdim = cfg.encoder.embed_dim if attn_type == "cross" else side.embed_dim
+    max_positions = cfg.max_source_positions if attn_type == "encoder" else cfg.max_target_positions
+    spec = AttentionSpec(
+        embed_dim=side.embed_dim,
+        num_heads=side.attention_heads,
+        attn_type=attn_type,
+        layer=layer,
+        kdim=kdim,
+        max_positions=int(max_positions),
+    )
+    return LocalityAttention(
+        side.embed_dim,
+        side.attention_heads,
+        spec,
+        methods,
+        kdim=kdim if attn_type == "cross" else None,
+        vdim=kdim if attn_type == "cross" else None,
+        dropout=cfg.attention_dropout,
+        self_attention=attn_type != "cross",
+        encoder_decoder_attention=attn_type == "cross",
+        q_noise=cfg.quant_noise.pq,
+        qn_block_size=cfg.quant_noise.pq_block_size,
+        **kwargs,
+    )
+
+
+def wrap_layer(layer, cfg):
+    """Activation checkpointing and FSDP wrapping exactly as fairseq's build_*_layer do."""
+    checkpoint = cfg.checkpoint_activations
+    if checkpoint:
+        layer = checkpoint_wrapper(layer, offload_to_cpu=cfg.offload_activations)
+    return fsdp_wrap(layer, min_num_params=cfg.min_params_to_wrap if not checkpoint else 0)
+
+
+class LocalnessEncoderLayer(transformer_layer.TransformerEncoderLayerBase):
+    def __init__(self, cfg, layer: int, plan: LocalityPlan, return_fc: bool = False):
+        self.layer_number, self.plan = layer, plan  # read by build_self_attention during super().__init__
+        super().__init__(cfg, return_fc=return_fc)
+
+    def build_self_attention(self, embed_dim, cfg):
+        default = super().build_self_attention
+        return build_locality_attention(cfg, self.plan, "encoder", self.layer_number, lambda: default(embed_dim, cfg))
+
+
+class LocalnessDecoderLayer(transformer_layer.TransformerDecoderLayerBase):
+    def __init__(self, cfg, layer: int, plan: LocalityPlan, no_encoder_attn: bool = False):
+        self.layer_number, self.plan = layer, plan
+        super().__init__(cfg, no_encoder_attn=no_encoder_attn)
+
+    def build_self_attention(self, embed_dim, cfg, add_bias_kv=False, add_zero_attn=False):
+        default = super().build_self_attention
+        return build_locality_attention(
+            cfg, self.plan, "decoder", self.layer_number,
+            lambda: default(embed_dim, cfg, add_bias_kv=add_bias_kv, add_zero_attn=add_zero_attn),
+        )
+
+    def build_encoder_attention(self, embed_dim, cfg):
+        default = super().build_encoder_attention
+        return build_locality_attention(cfg, self.plan, "cross", self.layer_number, lambda: default(embed_dim, cfg))
+
+
+class LocalnessTransformerEncoder(TransformerEncoderBase):
+    """Layer classes come from ``encoder_layer_class`` so method families with their own block can swap them."""
+
+    encoder_layer_class = LocalnessEncoderLayer
+
+    def __init__(self, cfg, dictionary, embed_tokens, return_fc=False):
+        self.plan = LocalityPlan.from_args(cfg)
+        self._layers_built = 0
+        super().__init__(cfg, dictionary, embed_tokens, return_fc=return_fc)
+
+    def build_encoder_layer(self, cfg):
+        self._layers_built += 1
+        layer = self.encoder_layer_class(cfg, self._layers_built, self.plan, return_fc=self.return_fc)
+        return wrap_layer(layer, cfg)
+
+
+class LocalnessTransformerDecoder(TransformerDecoderBase):
+    decoder_layer_class = LocalnessDecoderLayer
+
+    def __init__(self, cfg, dictionary, embed_tokens, no_encoder_attn=False, output_projection=None):
+        self.plan = LocalityPlan.from_args(cfg)
+        self._layers_built = 0
+        super().__init__(cfg, dictionary, embed_tokens, no_encoder_attn=no_encoder_attn, output_projection=output_projection)
+
+    def build_decoder_layer(self, cfg, no_encoder_attn=False):
+        self._layers_built += 1
+        layer = self.decoder_layer_class(cfg, self._layers_built, self.plan, no_encoder_attn=no_encoder_attn)
+        return wrap_layer(layer, cfg)
+
+
+def add_locality_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--locality-methods", type=str, metavar="NAMES",
+        help="comma-separated locality methods to use (available: "
+        + ", ".join(sorted(LOCALITY_METHODS)) + "); each is placed by its --<method>-layers and --<method>-attention flags",
+    )
+    for method in sorted(LOCALITY_METHODS):
+        add_method_args(parser, LOCALITY_METHODS[method])
+
+
+def as_namespace(args: Any) -> Any:
+    """Hydra hands the model config as a DictConfig; fairseq's TransformerConfig only copies extra keys from a Namespace."""
+    if OmegaConf.is_config(args):
+        return argparse.Namespace(**OmegaConf.to_container(args, resolve=True))
+    return args
+
+
+@register_model(MODEL_NAME)
+class LocalnessTransformerModel(TransformerModel):
+    """fairseq's Transformer with locality methods placed by ``--locality-methods`` and per-method flags."""
+
+    encoder_class = LocalnessTransformerEncoder
+    decoder_class = LocalnessTransformerDecoder
+
+    @classmethod
+    def add_args(cls, parser):
+        super().add_args(parser)
+        add_locality_args(parser)
+
+    @classmethod
+    def build_model(cls, args, task):
+        args = as_namespace(args)
+        localness_base_architecture(args)
+        plan = LocalityPlan.from_args(args)  # validates before anything is built
+        logger.info("locality: %s", plan.describe())
+        return super().build_model(args, task)
+
+    @classmethod
+    def build_encoder(cls, cfg, src_dict, embed_tokens):
+        return cls.encoder_class(cfg, src_dict, embed_tokens)
+
+    @classmethod
+    def build_decoder(cls, cfg, tgt_dict, embed_tokens):
+        return cls.decoder_class(cfg, tgt_dict, embed_tokens, no_encoder_attn=cfg.no_cross_attention)
+
+
+def localness_base_architecture(args) -> None:
+    """Fill in every locality option not given (the methods' paper defaults)."""
+    if getattr(args, "locality_methods", None) is None:
+        args.locality_methods = ""
+    for method in LOCALITY_METHODS.values():
+        fill_method_defaults(args, method)
+
+
+#: fairseq's Transformer sizes; the bare architecture name is the base size.
+SIZE_VARIANTS: Dict[str, Callable[[Any], None]] = {
+    "": transformer_wmt_en_de,
+    "_iwslt_de_en": transformer_iwslt_de_en,
+    "_wmt_en_de": transformer_wmt_en_de,
+    "_wmt_en_de_big": transformer_wmt_en_de_big,
+}
+
+
+def register_locality_architectures(
+    name: str, defaults: Mapping[str, Any], model: str = MODEL_NAME,
+    sizes: Mapping[str, Callable[[Any], None]] = SIZE_VARIANTS,
+) -> None:
+    """Register ``name`` and its size variants with ``defaults`` for unset options.
+
+    ``defaults`` maps option attributes (``locality_methods``,
+    ``gaussian_layers``, any Transformer option) to values used when the
+    user did not set them.
+    """
+
+    for suffix, size in sizes.items():
+
+        def architecture(args, size=size):
+            for attr, value in defaults.items():
+                if getattr(args, attr, None) is None:
+                    setattr(args, attr, value)
+            size(args)
+            localness_base_architecture(args)
+
+        architecture.__name__ = f"{name}{suffix}".replace("-", "_")
+        architecture.__doc__ = f"{name}{suffix}: {dict(defaults)}"
+        register_model_architecture(model, f"{name}{suffix}")(architecture)
+
+
+register_locality_architectures("transformer_localness", {})

@@ -1,0 +1,119 @@
+"""Learnable Gaussian localness: Yang et al. (2018), "Modeling Localness for Self-Attention Networks", EMNLP.
+
+Equation numbers refer to the paper:
+
+    ATT(Q, K) = softmax(energy + G)                                  (Eq. 4)
+    G_ij = -(j - P_i)^2 / (2 sigma_i^2),  sigma_i = D_i / 2          (Eq. 5)
+    [P_i; D_i] = I * sigmoid([p_i; z_i])                             (Eq. 6-7)
+    p_i = U_p^T tanh(W_p Q_i)                                        (Eq. 8)
+    window:  query-specific  z_i = U_d^T tanh(W_p Q_i)               (Eq. 9, shares W_p)
+             layer-specific  z   = U_d^T tanh(W_d K_bar)             (Eq. 9, mean key)
+             fixed           D   = 10
+             head-specific   D_m = N * sigmoid(z_m), N = 50
+    multi-head: U_p, U_d have one column per head                   (Eq. 10)
+
+I is the real (unpadded) sentence length: the source length in encoder and
+cross attention, the current prefix length in decoder self-attention.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor, nn
+
+from ..attention.registry import (
+    LocalityConfigError,
+    LocalityMethod,
+    MethodOptions,
+    large_negative,
+    register_locality_method,
+)
+
+WINDOW_STRATEGIES = ("query", "layer", "fixed", "head")
+
+
+@dataclass
+class GaussianOptions(MethodOptions):
+    layers: str = field(default="1-3", metadata={"help": "1-based layers (paper: lower 3 encoder layers)"})
+    attention: str = field(default="encoder", metadata={"help": "attention types: encoder, decoder, cross (paper: encoder)"})
+    window: str = field(
+        default="query",
+        metadata={"help": "window strategy: query (per-query D, the paper's best), layer (from the mean key), "
+                  "fixed (D = --gaussian-fixed-window), head (one learned D per head)", "choices": WINDOW_STRATEGIES},
+    )
+    fixed_window: float = field(default=10.0, metadata={"help": "window size D of the 'fixed' strategy"})
+    head_window_max: float = field(default=50.0, metadata={"help": "N of the 'head' strategy: D_m = N * sigmoid(z_m)"})
+
+    def validate(self, method: str) -> None:
+        super().validate(method)
+        if self.fixed_window <= 0:
+            raise LocalityConfigError(f"--{method}-fixed-window must be > 0, got {self.fixed_window}")
+        if self.head_window_max <= 0:
+            raise LocalityConfigError(f"--{method}-head-window-max must be > 0, got {self.head_window_max}")
+
+
+def gaussian_bias(key_positions: Tensor, center: Tensor, window: Tensor, floor: float) -> Tensor:
+    """G_ij = -(j - P_i)^2 / (2 sigma_i^2) with sigma = D / 2 (Eq. 5).
+
+    key_positions (B, S); center and window (B, H, T) -> (B, H, T, S), clamped
+    at ``floor`` so that a tiny window cannot overflow to -inf.
+    """
+    sigma = (window / 2).clamp_min(1e-4).unsqueeze(-1)
+    distance = key_positions[:, None, None, :].to(center.dtype) - center.unsqueeze(-1)
+    return (-(distance**2) / (2 * sigma**2)).clamp_min(floor)
+
+
+@register_locality_method("gaussian")
+class GaussianLocalness(LocalityMethod):
+    """Learnable Gaussian bias (Yang et al. 2018): predicted centre P and window D per query and head."""
+
+    Options = GaussianOptions
+
+    def __init__(self, options: GaussianOptions, spec):
+        super().__init__(options, spec)
+        dim, heads = spec.embed_dim, spec.num_heads
+        self.w_p = nn.Linear(dim, dim, bias=False)  # W_p, Eq. 8
+        self.u_p = nn.Linear(dim, heads, bias=False)  # U_p, one column per head (Eq. 10)
+        if options.window in ("query", "layer"):
+            self.u_d = nn.Linear(dim, heads, bias=False)  # U_d, Eq. 9
+        if options.window == "layer":
+            self.w_d = nn.Linear(dim, dim, bias=False)  # W_d, Eq. 9
+        if options.window == "head":
+            self.z = nn.Parameter(torch.zeros(heads))  # z_m, one scalar per head
+        for module in (self.w_p, self.u_p, getattr(self, "u_d", None), getattr(self, "w_d", None)):
+            if module is not None:
+                nn.init.xavier_uniform_(module.weight)
+
+    def logit_bias(self, ctx) -> Tensor:
+        hidden = torch.tanh(self.w_p(ctx.query_proj))  # (B, T, C)
+        length = ctx.visible_lengths.unsqueeze(-1)  # I, (B, T, 1)
+        center = length * torch.sigmoid(self.u_p(hidden))  # P = I * sigmoid(p), Eq. 6
+        window = self._window(ctx, hidden, length)
+        ctx.record("gaussian_center", center)
+        ctx.record("gaussian_window", window)
+        return gaussian_bias(
+            ctx.key_positions, center.transpose(1, 2), window.transpose(1, 2), large_negative(ctx.q.dtype)
+        )
+
+    def _window(self, ctx, hidden: Tensor, length: Tensor) -> Tensor:
+        """D of shape broadcastable to (B, T, H)."""
+        strategy = self.options.window
+        if strategy == "query":
+            return length * torch.sigmoid(self.u_d(hidden))  # Eq. 7 with Eq. 9 (query)
+        if strategy == "layer":
+            return length * torch.sigmoid(self.u_d(torch.tanh(self.w_d(self._mean_key(ctx)))))
+        if strategy == "head":
+            return (self.options.head_window_max * torch.sigmoid(self.z)).expand(*length.shape[:2], -1)
+        return torch.full_like(length, self.options.fixed_window).expand(-1, -1, self.spec.num_heads)
+
+    @staticmethod
+    def _mean_key(ctx) -> Tensor:
+        """K_bar per query (B, T, C): mean of the real keys it can see (a running mean when causal)."""
+        keys = ctx.key_proj * ctx.key_valid.unsqueeze(-1).to(ctx.key_proj.dtype)
+        if not ctx.causal:
+            total = keys.sum(dim=1, keepdim=True)
+            return (total / ctx.key_lengths.view(-1, 1, 1).clamp_min(1).to(keys.dtype)).expand(-1, ctx.tgt_len, -1)
+        running = keys.cumsum(dim=1)[:, -ctx.tgt_len :]  # the queries are the last T keys
+        return running / ctx.visible_lengths.unsqueeze(-1)
