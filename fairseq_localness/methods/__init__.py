@@ -1,3 +1,7 @@
-"""Locality methods, one module per paper; importing a module registers its methods."""
+"""Locality methods, one module per paper; importing this package registers all of them."""
 
-from . import gaussian, relative_position  # noqa: F401
+import importlib
+import pkgutil
+
+for _module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
+    importlib.import_module(f"{__name__}.{_module}")
