@@ -52,10 +52,13 @@ def preprocess(raw: Path, dest: Path, joined: bool = True) -> Path:
     return dest
 
 
-def run(cmd: Sequence[str], cwd: Optional[Path] = None, check: bool = True, env: Optional[Dict[str, str]] = None) -> subprocess.CompletedProcess:
+def run(
+    cmd: Sequence[str], cwd: Optional[Path] = None, check: bool = True, env: Optional[Dict[str, str]] = None,
+    stdin: Optional[str] = None,
+) -> subprocess.CompletedProcess:
     environment = dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore")
     environment.update(env or {})
-    proc = subprocess.run(list(cmd), cwd=cwd or REPO, capture_output=True, text=True, env=environment)
+    proc = subprocess.run(list(cmd), cwd=cwd or REPO, capture_output=True, text=True, env=environment, input=stdin)
     if check and proc.returncode != 0:
         raise AssertionError(f"command failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}")
     return proc

@@ -7,6 +7,7 @@ from .registry import (
     ATTENTION_TYPES,
     LOCALITY_METHODS,
     AttentionSpec,
+    BiasFreeLinear,
     LocalityConfigError,
     LocalityMethod,
     MethodOptions,
@@ -16,7 +17,7 @@ from .registry import (
 )
 
 __all__ = [
-    "ATTENTION_TYPES", "LOCALITY_METHODS", "AttentionContext", "AttentionSpec", "LocalityAttention",
+    "ATTENTION_TYPES", "BiasFreeLinear", "LOCALITY_METHODS", "AttentionContext", "AttentionSpec", "LocalityAttention",
     "LocalityConfigError", "LocalityMethod", "LocalityPlan", "MethodOptions", "get_locality_method",
     "parse_layer_spec", "register_locality_method",
 ]

@@ -24,6 +24,7 @@ import torch
 from torch import Tensor, nn
 
 from ..attention.registry import (
+    BiasFreeLinear,
     LocalityConfigError,
     LocalityMethod,
     MethodOptions,
@@ -74,12 +75,12 @@ class GaussianLocalness(LocalityMethod):
     def __init__(self, options: GaussianOptions, spec):
         super().__init__(options, spec)
         dim, heads = spec.embed_dim, spec.num_heads
-        self.w_p = nn.Linear(dim, dim, bias=False)  # W_p, Eq. 8
-        self.u_p = nn.Linear(dim, heads, bias=False)  # U_p, one column per head (Eq. 10)
+        self.w_p = BiasFreeLinear(dim, dim)  # W_p, Eq. 8
+        self.u_p = BiasFreeLinear(dim, heads)  # U_p, one column per head (Eq. 10)
         if options.window in ("query", "layer"):
-            self.u_d = nn.Linear(dim, heads, bias=False)  # U_d, Eq. 9
+            self.u_d = BiasFreeLinear(dim, heads)  # U_d, Eq. 9
         if options.window == "layer":
-            self.w_d = nn.Linear(dim, dim, bias=False)  # W_d, Eq. 9
+            self.w_d = BiasFreeLinear(dim, dim)  # W_d, Eq. 9
         if options.window == "head":
             self.z = nn.Parameter(torch.zeros(heads))  # z_m, one scalar per head
         for module in (self.w_p, self.u_p, getattr(self, "u_d", None), getattr(self, "w_d", None)):

@@ -1,0 +1,74 @@
+"""The shared attention core: layer specs, registry, placement, the README's example method, checkpoint loading."""
+
+import argparse
+import re
+
+import numpy as np
+import pytest
+import torch
+
+from fairseq_localness.attention import LOCALITY_METHODS, LocalityConfigError, LocalityPlan, parse_layer_spec
+from fairseq_localness.compat import checkpoint_safe_globals
+from localness_testing import REPO, assert_incremental_parity, assert_padding_invariance, build_model
+
+
+@pytest.mark.parametrize(
+    "spec,layers",
+    [("1-3", {1, 2, 3}), ("1,3,5", {1, 3, 5}), ("2-3,6", {2, 3, 6}), ("all", {1, 2, 3, 4, 5, 6}), ("none", set()), ("", set())],
+)
+def test_layer_specs(spec, layers):
+    assert parse_layer_spec(spec, 6) == layers
+
+
+@pytest.mark.parametrize("spec,message", [("1-7", "out of range"), ("0", "numbered from 1"), ("3-1", "cannot parse"), ("a", "cannot parse")])
+def test_bad_layer_specs(spec, message):
+    with pytest.raises(LocalityConfigError, match=message):
+        parse_layer_spec(spec, 6)
+
+
+def plan_args(**kwargs):
+    defaults = dict(encoder_layers=6, decoder_layers=6, no_cross_attention=False)
+    return argparse.Namespace(**{**defaults, **kwargs})
+
+
+def test_plan_places_methods_in_order():
+    plan = LocalityPlan.from_args(plan_args(locality_methods="gaussian,relpos", gaussian_layers="1-3", relpos_layers="2"))
+    assert [m.name for m, _ in plan.methods_for("encoder", 2)] == ["gaussian", "relpos"]
+    assert [m.name for m, _ in plan.methods_for("encoder", 1)] == ["gaussian"]
+    assert [m.name for m, _ in plan.methods_for("decoder", 2)] == ["relpos"]
+    assert plan.methods_for("cross", 1) == []
+
+
+def test_plan_errors():
+    with pytest.raises(LocalityConfigError, match="names a method twice"):
+        LocalityPlan.from_args(plan_args(locality_methods="gaussian,gaussian"))
+    with pytest.raises(LocalityConfigError, match="has no cross attention"):
+        LocalityPlan.from_args(plan_args(locality_methods="gaussian", gaussian_attention="cross", no_cross_attention=True))
+    with pytest.raises(LocalityConfigError, match="not one of"):
+        LocalityPlan.from_args(plan_args(locality_methods="gaussian", gaussian_window="wide"))
+    with pytest.raises(LocalityConfigError, match="relpos-max-distance"):
+        LocalityPlan.from_args(plan_args(locality_methods="relpos", relpos_max_distance="many"))
+
+
+def test_readme_example_method_works(tiny_data_bin):
+    """The README's 'Adding a method' example registers, trains a step and decodes incrementally."""
+    readme = (REPO / "README.md").read_text()
+    example = re.search(r"### Adding a method\n\n```python\n(.*?)```", readme, re.S).group(1)
+    if "distance_penalty" not in LOCALITY_METHODS:
+        exec(compile(example, "README.md", "exec"), {})
+    model, task = build_model(
+        "transformer_distance_penalty", tiny_data_bin, {"distance_penalty_attention": "encoder,decoder"}
+    )
+    assert_incremental_parity(model, task)
+    assert_padding_invariance(model, task)
+
+
+def test_checkpoint_classes_are_allow_listed():
+    assert argparse.Namespace in checkpoint_safe_globals()
+    path = REPO / "tests" / "_ns.pt"
+    try:
+        torch.save({"args": argparse.Namespace(arch="x"), "best": np.float64(1.5), "array": np.arange(3)}, path)
+        loaded = torch.load(path)  # weights_only=True is torch's default
+        assert loaded["args"].arch == "x" and loaded["best"] == 1.5 and loaded["array"].tolist() == [0, 1, 2]
+    finally:
+        path.unlink(missing_ok=True)
