@@ -234,13 +234,12 @@ def add_method_args(parser: argparse.ArgumentParser, cls: Type[LocalityMethod]) 
     No argparse defaults are set (fairseq suppresses them for model args), so
     architecture functions can fill in defaults; see :func:`fill_method_defaults`.
     """
-    group = parser.add_argument_group(f"locality method '{cls.name}'", (cls.__doc__ or "").strip().split("\n")[0])
     for fld in dataclasses.fields(cls.Options):
         flag = "--" + option_attr(cls.name, fld.name).replace("_", "-")
         kwargs = dict(type=_flag_type(fld), metavar=fld.name.upper(), help=f"{fld.metadata.get('help', '')} (default: {fld.default})")
         if "choices" in fld.metadata:
             kwargs["choices"] = fld.metadata["choices"]
-        group.add_argument(flag, **kwargs)
+        parser.add_argument(flag, **kwargs)
 
 
 def fill_method_defaults(args: Any, cls: Type[LocalityMethod]) -> None:
@@ -271,6 +270,20 @@ def read_method_options(args: Any, cls: Type[LocalityMethod]) -> MethodOptions:
     options = cls.Options(**values)
     options.validate(cls.name)
     return options
+
+
+class BiasFreeLinear(nn.Linear):
+    """``y = x W^T``, registering no ``bias`` entry at all.
+
+    fairseq's trainer catalogues parameters by identity, so every ``None``
+    bias of ``nn.Linear(bias=False)`` looks like one shared parameter and is
+    logged as "detected shared parameter" for each pair.
+    """
+
+    def __init__(self, in_features: int, out_features: int):
+        super().__init__(in_features, out_features, bias=False)
+        del self._parameters["bias"]
+        self.bias = None
 
 
 def large_negative(dtype: torch.dtype) -> float:
