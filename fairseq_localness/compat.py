@@ -13,11 +13,15 @@ fairseq's ``DistributedFairseqModel`` always passes ``device_ids=[device_id]``
 to PyTorch's ``DistributedDataParallel``, which PyTorch rejects for a module
 on the CPU; :func:`cpu_ddp_without_device_ids` makes multi-process CPU
 training (``--cpu --distributed-backend gloo``) work.
+
+ve-fairseq 0.12.3 also drops sentences when batching (see
+:func:`keep_last_batch`).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 from typing import List
 
 import numpy as np
@@ -70,6 +74,30 @@ def cpu_ddp_without_device_ids() -> None:
     distributed_fairseq_model.DistributedDataParallel = CpuSafeDistributedDataParallel
 
 
+def keep_last_batch(batch_by_size):
+    """Wrap ``fairseq.data.data_utils.batch_by_size`` so that no sentence is dropped.
+
+    ve-fairseq 0.12.3 drops the last batch when its size is not a multiple of
+    ``--required-batch-size-multiple`` (default 8): ``fairseq-generate`` then
+    silently leaves up to 7 test sentences untranslated, and validation and
+    every training epoch lose them too. Batches follow the order of
+    ``indices``, so the dropped sentences are its tail; they become a final,
+    smaller batch, as upstream fairseq does.
+    """
+
+    @functools.wraps(batch_by_size)
+    def wrapper(indices, *args, **kwargs):
+        indices = np.asarray(indices if isinstance(indices, np.ndarray) else list(indices), dtype=np.int64)
+        batches = batch_by_size(indices, *args, **kwargs)
+        covered = sum(len(batch) for batch in batches)
+        if covered < len(indices):
+            batches = list(batches) + [indices[covered:]]
+        return batches
+
+    wrapper.keeps_last_batch = True
+    return wrapper
+
+
 def apply() -> None:
     """Idempotently apply every fix."""
     global _applied
@@ -77,4 +105,8 @@ def apply() -> None:
         return
     torch.serialization.add_safe_globals(checkpoint_safe_globals())
     cpu_ddp_without_device_ids()
+    from fairseq.data import data_utils
+
+    if not getattr(data_utils.batch_by_size, "keeps_last_batch", False):
+        data_utils.batch_by_size = keep_last_batch(data_utils.batch_by_size)
     _applied = True

@@ -72,3 +72,17 @@ def test_checkpoint_classes_are_allow_listed():
         assert loaded["args"].arch == "x" and loaded["best"] == 1.5 and loaded["array"].tolist() == [0, 1, 2]
     finally:
         path.unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize("max_tokens,max_sentences", [(None, 16), (100, None)])
+def test_batching_keeps_every_sentence(max_tokens, max_sentences):
+    """ve-fairseq drops a last batch that is not a multiple of 8; the plugin keeps it (43 = 16 + 16 + 8 + 3)."""
+    from fairseq.data import data_utils
+
+    indices = np.arange(43)
+    batches = data_utils.batch_by_size(
+        indices, num_tokens_fn=lambda i: 5, num_tokens_vec=np.full(43, 5), max_tokens=max_tokens,
+        max_sentences=max_sentences, required_batch_size_multiple=8,
+    )
+    assert sorted(np.concatenate(batches).tolist()) == list(range(43))
+    assert [len(b) for b in batches] == [16, 16, 8, 3]

@@ -1,0 +1,143 @@
+"""scripts/benchmark.py: a --quick end-to-end run, spec parsing, and clear errors."""
+
+import importlib.util
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPT = REPO / "scripts" / "benchmark.py"
+
+REQUIRED_KEYS = {
+    "arch", "seq_len", "train_tokens_per_s", "peak_mem_mb",
+    "train_ratio_vs_baseline", "decode_tokens_per_s", "decode_ratio_vs_baseline",
+}
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("fl_benchmark_script", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+bench = load_script()
+
+
+@pytest.mark.timeout(120)
+def test_quick_run_writes_json_records(tmp_path):
+    out = tmp_path / "bench.json"
+    cmd = [
+        sys.executable, str(SCRIPT), "--quick",
+        "--archs", "transformer@decoder_layers=2",
+        "--model-overrides", '{"encoder_layers": 1, "decoder_layers": 1}',
+        "--seq-lens", "8", "--device", "cpu", "--json", str(out),
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=110)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    records = json.loads(out.read_text())
+    assert [r["arch"] for r in records] == ["transformer", "transformer@decoder_layers=2"]
+    for r in records:
+        assert REQUIRED_KEYS <= set(r)
+        assert r["seq_len"] == 8
+        assert r["device"] == "cpu" and r["threads"] == 1  # --quick default
+        for key in ("train_tokens_per_s", "peak_mem_mb", "train_ratio_vs_baseline",
+                    "decode_tokens_per_s", "decode_ratio_vs_baseline"):
+            assert isinstance(r[key], float) and math.isfinite(r[key]) and r[key] > 0, (key, r)
+        assert r["baseline"] == "transformer"
+    base, cand = records
+    assert base["role"] == "baseline" and cand["role"] == "candidate"
+    assert base["train_ratio_vs_baseline"] == 1.0
+    assert base["decode_ratio_vs_baseline"] == 1.0
+    assert base["mem_ratio_vs_baseline"] == 1.0
+    assert cand["train_ratio_vs_baseline"] == pytest.approx(
+        cand["train_tokens_per_s"] / base["train_tokens_per_s"])
+    assert cand["decode_ratio_vs_baseline"] == pytest.approx(
+        cand["decode_tokens_per_s"] / base["decode_tokens_per_s"])
+    # the overrides reached the models: one more decoder layer, more parameters
+    assert base["size"]["decoder_layers"] == 1 and cand["size"]["decoder_layers"] == 2
+    assert base["size"]["encoder_layers"] == cand["size"]["encoder_layers"] == 1
+    assert cand["params"] > base["params"] > 0
+    # the printed table has a row per record
+    assert "transformer@decoder_layers=2" in proc.stdout and "decode tok/s" in proc.stdout
+
+
+def test_parse_specs_with_overrides():
+    specs = bench.parse_specs(
+        "transformer_iwslt_de_en,transformer@encoder_layers=9,decoder-layers=9,foo_wmt_en_de",
+        "--archs")
+    assert [s.arch for s in specs] == ["transformer_iwslt_de_en", "transformer", "foo_wmt_en_de"]
+    assert specs[1].overrides == {"encoder_layers": "9", "decoder_layers": "9"}
+    assert specs[1].label == "transformer@encoder_layers=9,decoder_layers=9"
+    assert specs[0].overrides == {} and specs[0].label == "transformer_iwslt_de_en"
+
+
+@pytest.mark.parametrize("text", ["transformer,encoder_layers=3", "transformer,,x", "@a=1",
+                                  "transformer@layers"])
+def test_parse_specs_rejects_malformed(text):
+    with pytest.raises(bench.BenchmarkError):
+        bench.parse_specs(text, "--archs")
+
+
+def test_seq_len_parsing():
+    assert bench.parse_seq_lens("64, 256,64") == [64, 256]
+    for bad in ("abc", "1", "0", "-5", "64,"):
+        with pytest.raises(bench.BenchmarkError):
+            bench.parse_seq_lens(bad)
+
+
+def test_baseline_derived_from_size_suffix():
+    derive = bench.derive_baseline_arch
+    assert derive("transformer_foo") == "transformer"
+    assert derive("transformer_foo_iwslt_de_en") == "transformer_iwslt_de_en"
+    assert derive("transformer_foo_wmt_en_de") == "transformer_wmt_en_de"
+    assert derive("transformer_foo_wmt_en_de_big") == "transformer_wmt_en_de_big"
+    # stock fairseq transformer sizes are their own reference
+    assert derive("transformer_wmt_en_de_big_t2t") == "transformer_wmt_en_de_big_t2t"
+    assert derive("transformer_iwslt_de_en") == "transformer_iwslt_de_en"
+
+
+def run_main(capsys, *argv):
+    rc = bench.main(list(argv))
+    return rc, capsys.readouterr().err
+
+
+def test_unknown_arch_lists_close_matches(capsys):
+    rc, err = run_main(capsys, "--archs", "transfomer_iwslt_de_en", "--seq-lens", "8")
+    assert rc == 2
+    assert "unknown architecture 'transfomer_iwslt_de_en'" in err
+    assert "transformer_iwslt_de_en" in err
+
+
+def test_bad_seq_len_is_a_clear_error(capsys):
+    rc, err = run_main(capsys, "--archs", "transformer", "--seq-lens", "64,x")
+    assert rc == 2 and "--seq-lens" in err and "'x'" in err
+    rc, err = run_main(capsys, "--archs", "transformer", "--seq-lens", "4096",
+                       "--device", "cpu", "--no-decode")
+    assert rc == 2 and "max positions" in err
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+def test_half_precision_on_cpu_is_refused(capsys, dtype):
+    rc, err = run_main(capsys, "--archs", "transformer", "--seq-lens", "8",
+                       "--device", "cpu", "--dtype", dtype)
+    assert rc == 2 and f"--dtype {dtype} needs CUDA" in err
+
+
+def test_unknown_override_key_suggests_option(capsys):
+    rc, err = run_main(capsys, "--quick", "--device", "cpu", "--seq-lens", "8",
+                       "--archs", "transformer@encoder_layerz=2")
+    assert rc == 2 and "encoder_layerz" in err and "encoder_layers" in err
+
+
+def test_cuda_request_without_cuda(capsys):
+    if torch.cuda.is_available():
+        pytest.skip("CUDA is available here")
+    rc, err = run_main(capsys, "--archs", "transformer", "--device", "cuda")
+    assert rc == 2 and "no CUDA device" in err
