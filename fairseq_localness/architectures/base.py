@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import logging
-from typing import Any, Callable, Dict, Mapping
+from typing import Any, Callable, Dict, Mapping, Sequence, Tuple
 
 from fairseq.distributed import fsdp_wrap
 from fairseq.models import register_model, register_model_architecture
@@ -41,6 +41,11 @@ def build_locality_attention(cfg, plan: LocalityPlan, attn_type: str, layer: int
     methods = plan.methods_for(attn_type, layer)
     if not methods:
         return default_builder()
+    return make_locality_attention(cfg, attn_type, layer, methods, **kwargs)
+
+
+def make_locality_attention(cfg, attn_type: str, layer: int, methods: Sequence[Tuple[type, object]], **kwargs):
+    """LocalityAttention of the given (method class, options) pairs; ``methods`` may be empty."""
     side = cfg.encoder if attn_type == "encoder" else cfg.decoder
     kdim = cfg.encoder.embed_dim if attn_type == "cross" else side.embed_dim
     max_positions = cfg.max_source_positions if attn_type == "encoder" else cfg.max_target_positions
