@@ -145,6 +145,14 @@ class AttentionContext:
         self.saved_state[cache_key] = new
         return new
 
+    def memo(self, owner: object, name: str, compute: Callable[[], Tensor]) -> Tensor:
+        """``compute()`` once per attention call for ``owner`` (a method): values shared by its hooks."""
+        cache = self.__dict__.setdefault("_memo", {})
+        key = (id(owner), name)
+        if key not in cache:
+            cache[key] = compute()
+        return cache[key]
+
     def record(self, name: str, value: Tensor) -> None:
         """Keep ``value`` for analysis (see LocalityAttention.capture)."""
         if self.records is not None:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from functools import partial
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -11,7 +12,7 @@ from fairseq.modules import MultiheadAttention
 from torch import Tensor, nn
 
 from .context import AttentionContext
-from .registry import AttentionSpec, LocalityMethod
+from .registry import AttentionSpec, LocalityConfigError, LocalityMethod
 
 IncrementalState = Dict[str, Dict[str, Optional[Tensor]]]
 
@@ -40,11 +41,33 @@ class LocalityAttention(MultiheadAttention):
         self.locality = nn.ModuleList(cls(options, spec) for cls, options in methods)
         self._hooks = {
             hook: [m for m in self.locality if type(m).overrides(hook)]
-            for hook in ("logit_bias", "transform_probs", "value_term", "mix_output")
+            for hook in ("logit_bias", "transform_probs", "value_term", "mix_output", "attention_kernel")
         }
         self._masks_rows = any(m.masks_rows for m in self.locality)
+        self._kernel = self._pick_kernel()
         #: when set to a dict, methods' analysis values (e.g. gates) of the last call are stored here
         self.capture: Optional[Dict[str, Tensor]] = None
+
+    def _pick_kernel(self) -> Optional[LocalityMethod]:
+        """The one method whose attention_kernel replaces the core's step, if any (see LocalityMethod)."""
+        kernels = self._hooks["attention_kernel"]
+        where = f"{self.spec.attn_type} attention, layer {self.spec.layer}"
+        if len(kernels) > 1:
+            raise LocalityConfigError(
+                f"{where}: {', '.join(m.name for m in kernels)} each replace the attention computation; "
+                "place at most one of them in an attention block"
+            )
+        if not kernels:
+            return None
+        per_prob = [m for m in self.locality if m in self._hooks["transform_probs"] or m in self._hooks["value_term"]]
+        if per_prob:
+            if kernels[0].replaces_attention:
+                raise LocalityConfigError(
+                    f"{where}: {kernels[0].name} replaces the attention computation and cannot share a block with "
+                    f"{', '.join(m.name for m in per_prob)}, which change(s) probabilities or add value terms"
+                )
+            return None  # its dense logit_bias is exact, and lets the per-probability hooks run
+        return kernels[0]
 
     @property
     def needs_probs(self) -> bool:
@@ -115,8 +138,12 @@ class LocalityAttention(MultiheadAttention):
             query_offset=query_offset,
             records={} if self.capture is not None else None,
         )
-        bias = self._logit_bias(ctx)
+        bias = self._logit_bias(ctx, skip=self._kernel)
         if before_softmax:
+            if self._kernel is not None:
+                if self._kernel.replaces_attention:
+                    raise NotImplementedError(f"{self._kernel.name} has no pre-softmax logits over (T, S) keys")
+                bias = self._add_method_bias(ctx, bias, self._kernel)
             return self._logits(ctx, bias), v
         out, probs = self._attend(ctx, bias, need_probs=need_weights or self.needs_probs)
         for method in self._hooks["mix_output"]:
@@ -158,12 +185,14 @@ class LocalityAttention(MultiheadAttention):
         saved_state["prev_key_padding_mask"] = key_padding_mask
         return k, v, key_padding_mask
 
-    def _logit_bias(self, ctx: AttentionContext) -> Optional[Tensor]:
-        """Sum of fairseq's mask, the padding mask and every method's logit term."""
+    def _logit_bias(self, ctx: AttentionContext, skip: Optional[LocalityMethod] = None) -> Optional[Tensor]:
+        """Sum of fairseq's mask, the padding mask and every method's logit term (but ``skip``'s)."""
         bias: Optional[Tensor] = None
         if ctx.attn_mask is not None:
             bias = ctx.attn_mask.to(ctx.q.dtype)
         for method in self._hooks["logit_bias"]:
+            if method is skip:
+                continue
             term = method.logit_bias(ctx)
             if term is not None:
                 bias = term if bias is None else bias + term
@@ -179,6 +208,16 @@ class LocalityAttention(MultiheadAttention):
                 bias = bias.masked_fill(dead, 0.0)
         return bias
 
+    def _add_method_bias(self, ctx: AttentionContext, bias: Optional[Tensor], method: LocalityMethod) -> Optional[Tensor]:
+        """``bias`` plus the logit term of ``method`` (a kernel that declined), rows kept NaN-free."""
+        term = method.logit_bias(ctx) if type(method).overrides("logit_bias") else None
+        if term is None:
+            return bias
+        bias = term.to(ctx.q.dtype) if bias is None else bias + term.to(ctx.q.dtype)
+        if self._masks_rows:
+            bias = bias.masked_fill(torch.isneginf(bias).all(dim=-1, keepdim=True), 0.0)
+        return bias
+
     def _logits(self, ctx: AttentionContext, bias: Optional[Tensor]) -> Tensor:
         logits = torch.matmul(ctx.q * ctx.scaling, ctx.k.transpose(-1, -2))
         return logits if bias is None else logits + bias
@@ -189,6 +228,13 @@ class LocalityAttention(MultiheadAttention):
 
     def _attend(self, ctx: AttentionContext, bias: Optional[Tensor], need_probs: bool) -> Tuple[Tensor, Optional[Tensor]]:
         """Per-head output (B, H, T, d) and, when asked for, the probabilities."""
+        if self._kernel is not None:
+            result = self._kernel.attention_kernel(ctx, bias, need_probs, self.dropout_module)
+            if result is not None:
+                if need_probs and result[1] is None:
+                    raise RuntimeError(f"{self._kernel.name}.attention_kernel returned no probabilities although asked to")
+                return result
+            bias = self._add_method_bias(ctx, bias, self._kernel)
         if not need_probs:
             out = F.scaled_dot_product_attention(
                 ctx.q, ctx.k, ctx.v, attn_mask=bias, dropout_p=self._dropout_p(), scale=ctx.scaling
@@ -226,3 +272,61 @@ class LocalityAttention(MultiheadAttention):
 
     def locality_methods(self) -> List[LocalityMethod]:
         return list(self.locality)
+
+
+class LocalityCapture:
+    """Analysis values that methods recorded (``ctx.record``), per attention block and call.
+
+    ``calls[(attn_type, layer)]`` lists one dict per forward call of that
+    block, in order: one call per encoder forward, one per decoding step in
+    incremental decoding.
+    """
+
+    def __init__(self) -> None:
+        self.calls: Dict[Tuple[str, int], List[Dict[str, Tensor]]] = {}
+
+    def get(self, name: str, attn_type: str, layer: int, call: int = -1) -> Tensor:
+        """The value ``name`` of one call (the last by default) of the block at (attn_type, 1-based layer)."""
+        try:
+            return self.calls[(attn_type, layer)][call][name]
+        except (KeyError, IndexError):
+            have = sorted({(k, n) for k, calls in self.calls.items() for c in calls for n in c})
+            raise KeyError(f"no {name!r} recorded for {attn_type} layer {layer} call {call}; recorded: {have}") from None
+
+    def by_layer(self, name: str, attn_type: str, call: int = -1) -> Dict[int, Tensor]:
+        """{layer: value} of every block of ``attn_type`` that recorded ``name``."""
+        return {
+            layer: calls[call][name]
+            for (kind, layer), calls in sorted(self.calls.items())
+            if kind == attn_type and calls and name in calls[call]
+        }
+
+
+@contextmanager
+def capture_locality(model: nn.Module) -> Iterator[LocalityCapture]:
+    """Record the analysis values of every LocalityAttention in ``model`` while the block runs.
+
+    Example (the hybrid gate per encoder layer and source position)::
+
+        with capture_locality(model) as captured:
+            model(src_tokens, src_lengths, prev_output_tokens)
+        gates = captured.by_layer("hybrid_gate", "encoder")  # {layer: (B, T, 1 or H)}
+    """
+    captured = LocalityCapture()
+    handles = []
+    modules = [m for m in model.modules() if isinstance(m, LocalityAttention)]
+
+    def keep(module: "LocalityAttention", _inputs, _output) -> None:
+        key = (module.spec.attn_type, module.spec.layer)
+        captured.calls.setdefault(key, []).append(dict(module.capture or {}))
+
+    try:
+        for module in modules:
+            module.capture = {}
+            handles.append(module.register_forward_hook(keep))
+        yield captured
+    finally:
+        for handle in handles:
+            handle.remove()
+        for module in modules:
+            module.capture = None

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Dict, FrozenSet, Optional, Type
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Dict, FrozenSet, Optional, Tuple, Type
 
 import torch
 from torch import Tensor, nn
@@ -145,6 +145,18 @@ class LocalityMethod(nn.Module):
     When no method needs probabilities, attention runs through
     ``torch.nn.functional.scaled_dot_product_attention`` with the summed bias.
 
+    ``attention_kernel(ctx, bias, need_probs, dropout)`` lets one method per
+    attention block replace the three middle lines (score, softmax, weighted
+    sum), e.g. with a banded computation whose cost grows with T*M instead of
+    T*S, or with keys and values pooled from neighbouring heads. ``bias`` is
+    the sum of fairseq's masks, the padding mask and every *other* method's
+    ``logit_bias``; the kernel's own ``logit_bias`` is left out, since the
+    kernel applies its own restriction. It returns the per-head output
+    (B, H, T, d) and, when ``need_probs``, probabilities (B, H, T, S), or
+    ``None`` to decline: the core then adds the method's ``logit_bias`` and
+    runs its own step. A kernel with a dense ``logit_bias`` equivalent is
+    skipped in blocks that also use ``transform_probs``/``value_term``.
+
     Class attributes:
         Options: dataclass of the method's options (flags ``--<name>-<field>``).
         supported_attention: attention types the method is defined for.
@@ -153,6 +165,10 @@ class LocalityMethod(nn.Module):
         masks_rows: the method's bias can hide every key from a query (hard
             windows); the core then makes such rows attend uniformly instead
             of producing NaN.
+        replaces_attention: the method's ``attention_kernel`` never declines
+            (it has no ``logit_bias`` equivalent, e.g. keys from other heads):
+            it cannot share a block with ``transform_probs``/``value_term``
+            methods, nor return pre-softmax logits.
     """
 
     name: ClassVar[str] = ""
@@ -160,6 +176,7 @@ class LocalityMethod(nn.Module):
     supported_attention: ClassVar[FrozenSet[str]] = frozenset(ATTENTION_TYPES)
     needs_probs: bool = False
     masks_rows: ClassVar[bool] = False
+    replaces_attention: ClassVar[bool] = False
 
     def __init__(self, options: MethodOptions, spec: AttentionSpec):
         super().__init__()
@@ -181,6 +198,15 @@ class LocalityMethod(nn.Module):
     def mix_output(self, ctx: "AttentionContext", out: Tensor, attend) -> Tensor:
         """Combine the per-head output (batch, heads, tgt_len, head_dim) with other patterns."""
         return out
+
+    def attention_kernel(
+        self, ctx: "AttentionContext", bias: Optional[Tensor], need_probs: bool, dropout: Callable[[Tensor], Tensor]
+    ) -> Optional[Tuple[Tensor, Optional[Tensor]]]:
+        """Replace score -> softmax -> weighted sum: (output (B, H, T, d), probabilities or None), or None to decline.
+
+        ``dropout`` is the attention dropout to apply to the probabilities.
+        """
+        return None
 
     def extra_repr(self) -> str:
         return f"{self.spec.attn_type} layer {self.spec.layer}: {self.options}"

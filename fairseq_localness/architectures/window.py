@@ -1,0 +1,22 @@
+"""Architectures of the window family: Yang et al. (2019) Tables 1-2 (CSANs and the baselines they were
+compared against) and Xu et al. (2019) Tables 1-2 (hybrid local/global attention).
+
+Every name also comes in the sizes ``_iwslt_de_en``, ``_wmt_en_de`` and
+``_wmt_en_de_big``; every default is the paper's and can be overridden by its
+flag (see docs/window-methods.md). Local_Soft is ``transformer_gaussian_local``,
+Rel_Pos ``transformer_relpos``.
+"""
+
+from .base import register_locality_architectures
+
+WINDOW_ARCHITECTURES = {
+    "transformer_csan1d": "csan1d",
+    "transformer_csan2d": "csan2d",
+    "transformer_hybrid_local": "hybrid",
+    "transformer_neighbor": "neighbor",
+    "transformer_local_hard": "localhard",
+    "transformer_bidirect": "bidirect",
+}
+
+for _name, _method in WINDOW_ARCHITECTURES.items():
+    register_locality_architectures(_name, {"locality_methods": _method})

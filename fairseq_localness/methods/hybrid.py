@@ -1,0 +1,113 @@
+"""Hybrid local/global attention: Xu et al. (2019), "Leveraging Local and Global Patterns for
+Self-Attention Networks", ACL.
+
+Two patterns over the same logits xi_i = q_i K^T / sqrt(d) of each head:
+
+    global  O^G_i = softmax(xi_i) V
+    local   O^L_i = softmax(B(xi_i)) V,   B(xi)_ij = xi_ij if |i - j| <= m, else -inf
+    O_i = (1 - g_i) O^G_i + g_i O^L_i                                (Eq. 4)
+    g_i = sigmoid(W_g H_i),  H_i the input of the attention layer    (Eq. 5)
+
+Options beyond the paper's equations:
+
+* ``--hybrid-gate-input query`` computes the gate from the query projection
+  Q_i, and ``--hybrid-gate-per-head`` gives every head its own gate (both as
+  in the authors' code);
+* ``--hybrid-combine concat`` projects the concatenated patterns,
+  O_i = W_c [O^G_i; O^L_i] (Table 1 "HYBRID (Concate)");
+* ``--hybrid-combine local`` keeps the local pattern only (Table 1 "LOCAL
+  PATTERN"); plain attention is the global pattern alone.
+
+The gate of every call is recorded as ``hybrid_gate`` (B, T, 1 or H), see
+``fairseq_localness.attention.core.capture_locality``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import torch
+from torch import Tensor, nn
+
+from ..attention.registry import (
+    BiasFreeLinear,
+    LocalityConfigError,
+    LocalityMethod,
+    MethodOptions,
+    register_locality_method,
+)
+
+COMBINATIONS = ("gate", "concat", "local")
+GATE_INPUTS = ("input", "query")
+
+
+@dataclass
+class HybridOptions(MethodOptions):
+    layers: str = field(default="1-2", metadata={"help": "1-based layers (paper: encoder layers 1-2)"})
+    attention: str = field(default="encoder", metadata={"help": "self-attention types: encoder, decoder (paper: encoder)"})
+    window: int = field(default=1, metadata={"help": "m: the local pattern sees keys with |i - j| <= m (paper: 1)"})
+    combine: str = field(
+        default="gate",
+        metadata={"help": "gate ((1-g) global + g local, Eq. 4), concat (project [global; local]), "
+                  "or local (the local pattern alone)", "choices": COMBINATIONS},
+    )
+    gate_input: str = field(
+        default="input",
+        metadata={"help": "what the gate reads: input (the layer input H_i, Eq. 5) or query (the query "
+                  "projection, the authors' code)", "choices": GATE_INPUTS},
+    )
+    gate_per_head: bool = field(default=False, metadata={"help": "one gate per head (the authors' code) instead of one per position"})
+
+    def validate(self, method: str) -> None:
+        super().validate(method)
+        if self.window < 0:
+            raise LocalityConfigError(f"--{method}-window must be >= 0, got {self.window}")
+
+
+@register_locality_method("hybrid")
+class HybridLocalGlobal(LocalityMethod):
+    """Gated mix of global attention and attention restricted to |i - j| <= m (Xu et al. 2019)."""
+
+    Options = HybridOptions
+    supported_attention = frozenset({"encoder", "decoder"})
+
+    def __init__(self, options: HybridOptions, spec):
+        super().__init__(options, spec)
+        dim = spec.embed_dim
+        # with combine=local the band is a plain logit bias that may hide every key from a padding query
+        self.masks_rows = options.combine == "local"
+        if options.combine == "gate":
+            self.gate_proj = BiasFreeLinear(dim, spec.num_heads if options.gate_per_head else 1)  # W_g, Eq. 5
+            nn.init.xavier_uniform_(self.gate_proj.weight)
+        elif options.combine == "concat":
+            self.concat_proj = BiasFreeLinear(2 * dim, dim)  # W_c
+            nn.init.xavier_uniform_(self.concat_proj.weight)
+
+    def local_band(self, ctx) -> Tensor:
+        """B(.): (B, 1, T, S) with -inf where |i - j| > m."""
+        outside = ctx.relative_positions.abs() > self.options.window
+        return torch.zeros(outside.shape, dtype=ctx.q.dtype, device=ctx.q.device).masked_fill(outside, float("-inf")).unsqueeze(1)
+
+    def gate(self, ctx) -> Tensor:
+        """g = sigmoid(W_g H) (Eq. 5): (B, T, 1 or H)."""
+        source = ctx.query_input if self.options.gate_input == "input" else ctx.query_proj
+        return torch.sigmoid(self.gate_proj(source))
+
+    def logit_bias(self, ctx) -> Optional[Tensor]:
+        return self.local_band(ctx) if self.options.combine == "local" else None
+
+    def mix_output(self, ctx, out: Tensor, attend) -> Tensor:
+        combine = self.options.combine
+        if combine == "local":
+            return out  # the band was applied to the logits
+        local = attend(self.local_band(ctx))  # O^L, (B, H, T, d)
+        if combine == "gate":
+            g = self.gate(ctx)
+            ctx.record("hybrid_gate", g)
+            g = g.transpose(1, 2).unsqueeze(-1).to(out.dtype)  # (B, 1 or H, T, 1)
+            return (1 - g) * out + g * local  # Eq. 4
+        batch, heads, length, head_dim = out.shape
+        merged = torch.cat([out.transpose(1, 2).flatten(2), local.transpose(1, 2).flatten(2)], dim=-1)  # (B, T, 2C)
+        mixed = self.concat_proj(merged)  # W_c [O^G; O^L], (B, T, C)
+        return mixed.view(batch, length, heads, head_dim).transpose(1, 2)

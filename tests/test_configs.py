@@ -1,0 +1,113 @@
+"""Every Hydra config composes with fairseq's schema and names an architecture that exists."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+
+import launch  # noqa: E402
+from localness_testing import REPO, run  # noqa: E402
+
+BENCHMARKS = launch.benchmarks()
+ARCHS = launch.arch_configs()
+TABLES = yaml.safe_load((REPO / "configs" / "paper_tables.yaml").read_text())
+
+
+def registered_archs():
+    import fairseq_localness  # noqa: F401
+    from fairseq.models import ARCH_MODEL_REGISTRY
+
+    return ARCH_MODEL_REGISTRY
+
+
+def test_there_are_configs_for_every_benchmark_and_size():
+    for name in ("wmt14_en_de_base", "wmt14_en_de_big", "wmt17_zh_en_base", "wmt17_zh_en_big", "wat17_ja_en_base",
+                 "iwslt14_de_en", "fan2021_iwslt14_de_en", "fan2021_wmt14_en_de_base", "fan2021_wmt14_en_de_big"):
+        assert name in BENCHMARKS
+    families = {a for a in ARCHS if not a.endswith(("_iwslt_de_en", "_wmt_en_de", "_wmt_en_de_big"))}
+    for family in families:
+        for size in ("_iwslt_de_en", "_wmt_en_de", "_wmt_en_de_big"):
+            assert family + size in ARCHS, f"{family} lacks a config for size {size}"
+
+
+def test_every_arch_config_names_a_registered_architecture():
+    for arch in ARCHS:
+        cfg = launch.compose(BENCHMARKS[0], arch)
+        assert cfg.model._name == arch
+        assert arch in registered_archs(), f"configs/arch/{arch}.yaml names an architecture fairseq does not know"
+
+
+@pytest.mark.parametrize("benchmark", BENCHMARKS)
+def test_benchmark_composes_with_the_papers_settings(benchmark):
+    cfg = launch.compose(benchmark, "transformer_wmt_en_de", ["task.data=/data"])
+    assert cfg.task._name == "translation" and cfg.task.data == "/data"
+    assert cfg.task.source_lang and cfg.task.target_lang
+    assert cfg.optimizer._name == "adam" and cfg.lr_scheduler._name == "inverse_sqrt"
+    assert cfg.criterion._name == "label_smoothed_cross_entropy" and cfg.criterion.label_smoothing == 0.1
+    assert cfg.dataset.max_tokens > 0 and len(cfg.optimization.update_freq) == 1
+    assert cfg.optimization.lr[0] > 0 and cfg.lr_scheduler.warmup_updates > 0
+    assert cfg.optimization.max_update > 0 or cfg.optimization.max_epoch > 0
+    assert 0 <= cfg.model.dropout < 1
+
+
+@pytest.mark.parametrize("benchmark,tokens", [
+    ("wmt14_en_de_base", 8 * 4096),  # Yang et al. 2018/2019: 8 GPUs x 4096 tokens
+    ("wmt14_en_de_big", 8 * 4096),
+    ("wmt17_zh_en_base", 8 * 4096),
+    ("iwslt14_de_en", 4096),  # fairseq's recipe: one GPU
+    ("fan2021_iwslt14_de_en", 2 * 8192),  # Fan et al.'s scripts: 2 GPUs x 8192
+    ("fan2021_wmt14_en_de_base", 8 * 12288 * 3),  # 8 GPUs x 12288 x update_freq 3
+    ("fan2021_wmt14_en_de_big", 8 * 4096 * 16),  # 8 GPUs x 4096 x update_freq 16
+])
+def test_benchmark_holds_the_papers_effective_batch(benchmark, tokens):
+    cfg = launch.compose(benchmark, "transformer")
+    assert cfg.dataset.max_tokens * cfg.optimization.update_freq[0] == tokens
+    # the launcher reads the same numbers without Hydra
+    values = launch.benchmark_values(benchmark)
+    assert values["dataset"]["max_tokens"] == cfg.dataset.max_tokens
+    assert values["optimization"]["update_freq"] == list(cfg.optimization.update_freq)
+
+
+def test_every_paper_row_composes():
+    pairs = {}
+    for paper, spec in TABLES["papers"].items():
+        for table, table_spec in spec["tables"].items():
+            for row in table_spec["rows"]:
+                benchmark = row.get("benchmark", table_spec.get("benchmark"))
+                if row.get("arch") is None or benchmark is None:
+                    continue
+                assert benchmark in TABLES["decoding"], f"{paper} table {table}: no decoding settings for {benchmark}"
+                pairs.setdefault((benchmark, row["arch"]), row.get("overrides") or [])
+    for (benchmark, arch), overrides in pairs.items():
+        cfg = launch.compose(benchmark, arch, overrides)
+        assert cfg.model._name == arch
+
+
+def test_row_overrides_reach_the_model_config():
+    cfg = launch.compose("wmt14_en_de_base", "transformer_gaussian_local_wmt_en_de",
+                         ["model.gaussian_attention='encoder,cross'", "model.gaussian_window=layer"])
+    assert cfg.model.gaussian_attention == "encoder,cross" and cfg.model.gaussian_window == "layer"
+    assert cfg.model.dropout == 0.1  # the benchmark's model settings stay
+
+
+def test_fairseq_hydra_train_prints_the_composed_job():
+    out = run([str(Path(sys.executable).parent / "fairseq-hydra-train"), "--config-dir", str(REPO / "configs"),
+               "--config-name", "localness", "benchmark=wmt14_en_de_big",
+               "arch=transformer_gaussian_local_wmt_en_de_big", "task.data=/data", "--cfg", "job"]).stdout
+    job = yaml.safe_load(out)
+    assert job["model"]["_name"] == "transformer_gaussian_local_wmt_en_de_big"
+    assert job["model"]["dropout"] == 0.3 and job["model"]["share_all_embeddings"] is True
+    assert job["optimization"]["lr"] == [0.00049] and job["optimization"]["max_update"] == 300000
+    assert job["task"]["source_lang"] == "en" and job["task"]["target_lang"] == "de"
+
+
+def test_a_missing_choice_is_a_clear_error():
+    proc = run([str(Path(sys.executable).parent / "fairseq-hydra-train"), "--config-dir", str(REPO / "configs"),
+                "--config-name", "localness", "benchmark=wmt14_en_de_base", "arch=transformer_nope", "--cfg", "job"],
+               check=False)
+    assert proc.returncode != 0 and "transformer_nope" in proc.stdout + proc.stderr

@@ -1,0 +1,134 @@
+"""Hybrid local/global attention (Xu et al. 2019)."""
+
+import pytest
+import torch
+
+from fairseq_localness.attention import AttentionSpec, LocalityAttention, LocalityConfigError
+from fairseq_localness.attention.core import capture_locality
+from fairseq_localness.methods.hybrid import HybridLocalGlobal, HybridOptions
+from localness_testing import (
+    assert_incremental_parity,
+    assert_padding_invariance,
+    build_model,
+    random_batch,
+    train_and_generate,
+)
+
+
+def spec(dim=16, heads=4):
+    return AttentionSpec(embed_dim=dim, num_heads=heads, attn_type="encoder", layer=1, kdim=dim, max_positions=64)
+
+
+def outputs(model, task):
+    src, lengths, prev = random_batch(task, batch=3, src_len=10, tgt_len=8)
+    with torch.no_grad():
+        return model(src, lengths, prev)[0]
+
+
+def shared_weights(model, reference):
+    """Copy every parameter the two models share (the gate or concat projection stays the model's own)."""
+    own = model.state_dict()
+    own.update({k: v for k, v in reference.state_dict().items() if k in own})
+    model.load_state_dict(own)
+    return model
+
+
+@pytest.mark.parametrize("attention", ["encoder", "encoder,decoder"])
+def test_gate_zero_is_vanilla_and_gate_one_is_local(tiny_data_bin, monkeypatch, attention):
+    flags = {"hybrid_attention": attention}
+    vanilla, task = build_model("transformer_localness", tiny_data_bin)
+    local = shared_weights(build_model("transformer_hybrid_local", tiny_data_bin, {**flags, "hybrid_combine": "local"})[0], vanilla)
+    hybrid = shared_weights(build_model("transformer_hybrid_local", tiny_data_bin, flags)[0], vanilla)
+    for forced, reference in ((0.0, vanilla), (1.0, local)):
+        monkeypatch.setattr(HybridLocalGlobal, "gate", lambda self, ctx, g=forced: torch.full((*ctx.query_input.shape[:2], 1), g))
+        torch.testing.assert_close(outputs(hybrid, task), outputs(reference, task), atol=1e-5, rtol=0)
+    monkeypatch.undo()
+    # the learned gate lies strictly between the two patterns
+    mixed = outputs(hybrid, task)
+    assert (mixed - outputs(vanilla, task)).abs().max() > 1e-4 and (mixed - outputs(local, task)).abs().max() > 1e-4
+
+
+def test_local_pattern_sees_only_the_band():
+    """B(xi) masks |i - j| > m: the local pattern's weights are zero outside the band, rows sum to one."""
+    torch.manual_seed(0)
+    attention = LocalityAttention(16, 4, spec(), [(HybridLocalGlobal, HybridOptions(combine="local", window=2))],
+                                  self_attention=True).eval()
+    x = torch.randn(9, 2, 16)
+    padding = torch.zeros(2, 9, dtype=torch.bool)
+    padding[1, :3] = True
+    _, weights = attention(x, x, x, key_padding_mask=padding, need_head_weights=True)  # (H, B, T, S)
+    i = torch.arange(9)
+    outside = (i[None] - i[:, None]).abs() > 2
+    assert weights[:, 0][..., outside].abs().max() == 0
+    assert weights[:, 1, 3:][..., outside[3:]].abs().max() == 0 and weights[:, 1, 3:, :3].abs().max() == 0
+    torch.testing.assert_close(weights[:, 0].sum(-1), torch.ones(4, 9))
+
+
+@pytest.mark.parametrize("per_head,gate_input", [(False, "input"), (True, "query")])
+def test_gate_is_eq5_and_captured_per_layer_and_position(tiny_data_bin, per_head, gate_input):
+    flags = {"hybrid_gate_per_head": per_head, "hybrid_gate_input": gate_input}
+    model, task = build_model("transformer_hybrid_local", tiny_data_bin, flags)
+    src, lengths, prev = random_batch(task, batch=3, src_len=10, tgt_len=8)
+    layer_inputs = {}
+    hooks = [layer.self_attn.register_forward_pre_hook(
+        lambda m, args, kwargs, n=n: layer_inputs.__setitem__(n + 1, kwargs.get("query", args[0] if args else None)),
+        with_kwargs=True) for n, layer in enumerate(model.encoder.layers)]
+    with torch.no_grad(), capture_locality(model) as captured:
+        model(src, lengths, prev)
+    for hook in hooks:
+        hook.remove()
+    gates = captured.by_layer("hybrid_gate", "encoder")
+    assert sorted(gates) == [1, 2]  # the paper's layers 1-2
+    for layer, gate in gates.items():
+        attention = model.encoder.layers[layer - 1].self_attn
+        source = layer_inputs[layer].transpose(0, 1)  # H_i, (B, T, C)
+        if gate_input == "query":
+            source = attention.q_proj(source)
+        expected = torch.sigmoid(source @ attention.locality[0].gate_proj.weight.t())  # Eq. 5
+        assert gate.shape == (3, 10, 4 if per_head else 1)
+        torch.testing.assert_close(gate, expected)
+    assert all(m.capture is None for m in model.modules() if isinstance(m, LocalityAttention))
+
+
+def test_gates_captured_at_every_decoding_step(tiny_data_bin):
+    model, task = build_model("transformer_hybrid_local", tiny_data_bin, {"hybrid_attention": "decoder", "hybrid_layers": "2"})
+    src, lengths, prev = random_batch(task, batch=2, src_len=6, tgt_len=4)
+    state = {}
+    with torch.no_grad(), capture_locality(model) as captured:
+        encoder_out = model.encoder(src, src_lengths=lengths)
+        for t in range(4):
+            model.decoder(prev[:, : t + 1], encoder_out=encoder_out, incremental_state=state)
+    steps = captured.calls[("decoder", 2)]
+    assert len(steps) == 4 and all(step["hybrid_gate"].shape == (2, 1, 1) for step in steps)
+
+
+def test_parameters_added():
+    """Gate: W_g is C x 1 (C x H per head); concat: W_c is 2C x C; local only: nothing."""
+    dim, heads = 16, 4
+    counts = {}
+    for name, options in {"gate": HybridOptions(), "per_head": HybridOptions(gate_per_head=True),
+                          "concat": HybridOptions(combine="concat"), "local": HybridOptions(combine="local")}.items():
+        counts[name] = sum(p.numel() for p in HybridLocalGlobal(options, spec(dim, heads)).parameters())
+    assert counts == {"gate": dim, "per_head": dim * heads, "concat": 2 * dim * dim, "local": 0}
+
+
+@pytest.mark.parametrize("combine", ["gate", "concat", "local"])
+def test_incremental_decoding_and_padding(tiny_data_bin, combine):
+    model, task = build_model("transformer_hybrid_local", tiny_data_bin, {
+        "hybrid_attention": "encoder,decoder", "hybrid_combine": combine, "hybrid_gate_per_head": combine == "gate",
+        "hybrid_layers": "all"})
+    assert_incremental_parity(model, task)
+    assert_padding_invariance(model, task)
+
+
+def test_bad_flags(tiny_data_bin):
+    with pytest.raises(LocalityConfigError, match="--hybrid-window must be >= 0"):
+        build_model("transformer_hybrid_local", tiny_data_bin, {"hybrid_window": -1})
+    with pytest.raises(LocalityConfigError, match="hybrid is not defined for cross attention"):
+        build_model("transformer_hybrid_local", tiny_data_bin, {"hybrid_attention": "cross"})
+    with pytest.raises(SystemExit):  # argparse rejects the choice
+        build_model("transformer_hybrid_local", tiny_data_bin, {"hybrid_combine": "sum"})
+
+
+def test_train_and_generate(tiny_data_bin, tmp_path):
+    train_and_generate(tiny_data_bin, tmp_path, "transformer_hybrid_local", ["--hybrid-combine", "concat"], updates=20)
