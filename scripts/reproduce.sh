@@ -6,7 +6,7 @@
 #
 # PAPER: yang2018 (tables 1-4), yang2019 (1-2), xu2019 (1-2), nguyen2020 (1-3), fan2021 (1, 3, 4).
 # Rows and published numbers: configs/paper_tables.yaml. Resumable: finished rows are not rerun.
-# Writes WORK/PAPER/tableT.md. See docs/configs-and-reproduction.md.
+# Writes WORK/PAPER/tableT.md. See README.md, "Configs, the training launcher, paper tables and the quickstart".
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/python.sh"

@@ -11,7 +11,7 @@
 #   bash scripts/train.sh wmt14_en_de_base transformer_gaussian_local_wmt_en_de --data data/wmt14_en_de/data-bin --gpus 8
 #   bash scripts/train.sh iwslt14_de_en transformer_diffwin_iwslt_de_en --data data/iwslt14/data-bin --cpu-procs 2 \
 #        optimization.max_update=1000
-# See docs/configs-and-reproduction.md.
+# See README.md, "Configs, the training launcher, paper tables and the quickstart".
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/python.sh"

@@ -332,7 +332,7 @@ def man_delta(d, heads, layers, ffn_transformer, ffn_man, enc_dman, dec_dman, ma
 ])
 def test_parameter_counts(suffix, recipe, d, heads, ffn_t, ffn_m, dec_dman):
     """Standard-recipe vocabularies; the MAN - Transformer difference is exactly the layers' structure and
-    within a million of the paper's for the small and base models (big: see docs/mask-attention-networks.md)."""
+    within a million of the paper's for the small and base models (big: see README.md, "Mask Attention Networks")."""
     with torch.device("meta"):  # counts only: no memory, no initialisation
         transformer = count_parameters(recipe_model("transformer" + suffix, recipe))
         man = count_parameters(recipe_model("transformer_dman" + suffix, recipe))

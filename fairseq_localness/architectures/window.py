@@ -3,7 +3,7 @@ compared against) and Xu et al. (2019) Tables 1-2 (hybrid local/global attention
 
 Every name also comes in the sizes ``_iwslt_de_en``, ``_wmt_en_de`` and
 ``_wmt_en_de_big``; every default is the paper's and can be overridden by its
-flag (see docs/window-methods.md). Local_Soft is ``transformer_gaussian_local``,
+flag (see README.md, "Window-based locality"). Local_Soft is ``transformer_gaussian_local``,
 Rel_Pos ``transformer_relpos``.
 """
 
