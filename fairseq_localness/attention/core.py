@@ -142,7 +142,7 @@ class LocalityAttention(MultiheadAttention):
         if before_softmax:
             if self._kernel is not None:
                 if self._kernel.replaces_attention:
-                    raise NotImplementedError(f"{self._kernel.name} has no pre-softmax logits over (T, S) keys")
+                    raise RuntimeError(f"before_softmax is unsupported: {self._kernel.name} has no pre-softmax logits over (T, S) keys")
                 bias = self._add_method_bias(ctx, bias, self._kernel)
             return self._logits(ctx, bias), v
         out, probs = self._attend(ctx, bias, need_probs=need_weights or self.needs_probs)
