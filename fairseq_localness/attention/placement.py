@@ -41,19 +41,20 @@ class LocalityPlan:
         placements: Dict[Tuple[str, int], List[Tuple[Type[LocalityMethod], MethodOptions]]] = {}
         for name in method_names(args):
             method = get_locality_method(name)
+            flag = "--" + name.replace("_", "-")
             options = read_method_options(args, method)
             attention_types = options.attention_types()
             if not attention_types:
-                raise LocalityConfigError(f"--{name}-attention: name at least one of {', '.join(ATTENTION_TYPES)}")
+                raise LocalityConfigError(f"{flag}-attention: name at least one of {', '.join(ATTENTION_TYPES)}")
             for kind in attention_types:
                 if kind not in method.supported_attention:
                     raise LocalityConfigError(
-                        f"--{name}-attention: {name} is not defined for {kind} attention "
+                        f"{flag}-attention: {name} is not defined for {kind} attention "
                         f"(supported: {', '.join(sorted(method.supported_attention))})"
                     )
                 if num_layers[kind] == 0:
-                    raise LocalityConfigError(f"--{name}-attention: the model has no {kind} attention")
-                layers = parse_layer_spec(options.layers, num_layers[kind], flag=f"--{name}-layers")
+                    raise LocalityConfigError(f"{flag}-attention: the model has no {kind} attention")
+                layers = parse_layer_spec(options.layers, num_layers[kind], flag=f"{flag}-layers")
                 for layer in sorted(layers):
                     placements.setdefault((kind, layer), []).append((method, options))
         return cls(placements)

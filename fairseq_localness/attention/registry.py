@@ -286,15 +286,15 @@ def read_method_options(args: Any, cls: Type[LocalityMethod]) -> MethodOptions:
         try:
             value = _flag_type(fld)(value)
         except (TypeError, ValueError, argparse.ArgumentTypeError) as err:
-            raise LocalityConfigError(f"--{cls.name}-{fld.name.replace('_', '-')}: {err}") from None
+            raise LocalityConfigError(f"--{cls.name.replace('_', '-')}-{fld.name.replace('_', '-')}: {err}") from None
         choices = fld.metadata.get("choices")
         if choices is not None and value not in choices:
             raise LocalityConfigError(
-                f"--{cls.name}-{fld.name.replace('_', '-')}: {value!r} is not one of {', '.join(map(str, choices))}"
+                f"--{cls.name.replace('_', '-')}-{fld.name.replace('_', '-')}: {value!r} is not one of {', '.join(map(str, choices))}"
             )
         values[fld.name] = value
     options = cls.Options(**values)
-    options.validate(cls.name)
+    options.validate(cls.name.replace("_", "-"))  # validate() spells flags: --<method>-<option>
     return options
 
 
