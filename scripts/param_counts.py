@@ -17,7 +17,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from fairseq_localness.analysis import RECIPE_VOCABULARIES, count_parameters, recipe_model  # noqa: E402
+from fairseq_localness.modelbuild import RECIPE_VOCABULARIES, count_parameters, recipe_model  # noqa: E402
 
 SIZES = {"base": ("", "transformer"), "iwslt": ("_iwslt_de_en", "transformer_iwslt_de_en"), "big": ("_wmt_en_de_big", "transformer_wmt_en_de_big")}
 

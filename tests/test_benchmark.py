@@ -1,6 +1,5 @@
-"""scripts/benchmark.py: a --quick end-to-end run, spec parsing, and clear errors."""
+"""scripts/benchmark.py (fairseq_localness.benchmark): a --quick end-to-end run, spec parsing, and clear errors."""
 
-import importlib.util
 import json
 import math
 import subprocess
@@ -19,15 +18,7 @@ REQUIRED_KEYS = {
 }
 
 
-def load_script():
-    spec = importlib.util.spec_from_file_location("fl_benchmark_script", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = load_script()
+from fairseq_localness.benchmark import cli as bench  # noqa: E402  (the package behind scripts/benchmark.py)
 
 
 @pytest.mark.timeout(120)

@@ -4,7 +4,7 @@ import pytest
 import torch
 from fairseq.modules import MultiheadAttention
 
-from fairseq_localness.analysis import count_parameters, recipe_model
+from fairseq_localness.modelbuild import count_parameters, recipe_model
 from fairseq_localness.attention import AttentionSpec, LocalityAttention, LocalityConfigError
 from fairseq_localness.attention.context import AttentionContext
 from fairseq_localness.methods.diffwin import (

@@ -6,7 +6,7 @@ import pytest
 import torch
 from fairseq.modules import MultiheadAttention
 
-from fairseq_localness.analysis import parameter_delta
+from fairseq_localness.modelbuild import parameter_delta
 from fairseq_localness.attention import AttentionSpec, LocalityAttention
 from fairseq_localness.attention.context import AttentionContext
 from fairseq_localness.methods.gaussian import GaussianLocalness, GaussianOptions

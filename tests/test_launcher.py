@@ -7,9 +7,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-
-import launch  # noqa: E402
+from fairseq_localness.experiments import launch  # noqa: E402
 from localness_testing import REPO, run  # noqa: E402
 
 TRAIN = ["bash", str(REPO / "scripts" / "train.sh")]

@@ -7,14 +7,9 @@ import pytest
 import torch
 from fairseq.modules import MultiheadAttention
 
-from fairseq_localness.analysis import count_parameters, parse_model_args, recipe_model
-from fairseq_localness.architectures.man import (
-    PAPER_PARAMETERS,
-    AttentionSubLayer,
-    FeedForwardSubLayer,
-    MANDecoderLayer,
-    MANEncoderLayer,
-)
+from fairseq_localness.modelbuild import count_parameters, parse_model_args, recipe_model
+from fairseq_localness.architectures.man import PAPER_PARAMETERS
+from fairseq_localness.layers.man import AttentionSubLayer, FeedForwardSubLayer, MANDecoderLayer, MANEncoderLayer
 from fairseq_localness.attention import AttentionSpec, LocalityAttention, LocalityConfigError
 from fairseq_localness.attention.context import AttentionContext
 from fairseq_localness.methods.mask_attention import DMANOptions, DynamicMask, SMANOptions, StaticMask

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-
-import reproduce  # noqa: E402
+from fairseq_localness.experiments import reproduce  # noqa: E402
 from localness_testing import REPO, run  # noqa: E402
 
 TABLES = reproduce.load_tables()

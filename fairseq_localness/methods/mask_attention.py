@@ -7,7 +7,7 @@ the attention scores with a mask matrix M in [0, 1] before normalising:
 
 which is softmax(Q K^T / sqrt(d) + log M): the mask enters the shared
 attention core as the logit bias log M. SAN is the case M = 1 and FFN the
-case M = I (Eq. 6-9, see ``architectures/man.py``). The two learnable or
+case M = I (Eq. 6-9, see ``layers/man.py``). The two learnable or
 hand-made masks of the paper:
 
     SMAN  (static):   M[t, s] = 1 if |t - s| <= b else 0                            (Eq. 11)

@@ -1,0 +1,126 @@
+"""Reading training runs back: parameters, speed and loss from a run's log; progress lines; comparison tables."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+
+_PARAMS = re.compile(r"num\. (?:shared )?model params: ([\d,]+)")
+_TRAIN_EPOCH = re.compile(r"\[train\]\[INFO\] - epoch \d+ \|.*?\| wps ([\d.]+) \|.*?\| num_updates (\d+)")
+
+
+def train_log(save_dir: Path) -> Path:
+    return Path(save_dir) / "hydra_train.log"
+
+
+def stats(save_dir: Path) -> Dict[str, Optional[float]]:
+    """Parameters and training speed (target tokens/s, fairseq's wps) from a run's hydra_train.log.
+
+    The speed is the mean of the per-epoch wps weighted by the updates of each
+    epoch (epochs of a resumed run count once each).
+    """
+    path = train_log(save_dir)
+    params: Optional[int] = None
+    weighted, updates, last = 0.0, 0, 0
+    if path.exists():
+        for line in path.read_text(errors="replace").splitlines():
+            match = _PARAMS.search(line)
+            if match:
+                params = int(match.group(1).replace(",", ""))
+            match = _TRAIN_EPOCH.search(line)
+            if match:
+                wps, num_updates = float(match.group(1)), int(match.group(2))
+                steps = max(num_updates - last, 0)
+                weighted, updates, last = weighted + wps * steps, updates + steps, num_updates
+    return {"params": params, "train_wps": round(weighted / updates, 1) if updates else None, "updates": last or None}
+
+
+def final_train_loss(save_dir: Path) -> Optional[float]:
+    """The train loss of the last epoch summary line."""
+    losses = re.findall(r"\[train\]\[INFO\] - epoch \d+ \| loss ([\d.]+)", train_log(save_dir).read_text()) \
+        if train_log(save_dir).exists() else []
+    return float(losses[-1]) if losses else None
+
+
+_INNER = re.compile(r"\[train_inner\].*?loss=([\d.]+).*?wps=([\d.]+).*?num_updates=(\d+)")
+
+
+def progress_main(argv: Sequence[str]) -> int:
+    """Filter a training's output (stdin) into one progress line per log interval; on a failure,
+    show the end of the output."""
+    name, total = argv[0], int(argv[1])
+    tail: List[str] = []
+    done = False
+    for line in sys.stdin:
+        tail = (tail + [line])[-40:]
+        match = _INNER.search(line)
+        if match:
+            loss, wps, step = float(match.group(1)), float(match.group(2)), int(match.group(3))
+            print(f"    {name}: update {step}/{total} ({100 * step // total}%)  loss {loss:.2f}  {wps:.0f} words/s",
+                  flush=True)
+        elif "done training" in line or "effective batch" in line:
+            done = done or "done training" in line
+            print("    " + line.split(" - ")[-1].strip(), flush=True)
+    if not done:
+        sys.stdout.write("".join(tail))
+    return 0
+
+
+def compare_main(argv: Sequence[str]) -> int:
+    """Side-by-side markdown table of runs: NAME=SAVE_DIR:EVAL_DIR ... (the first is the baseline)."""
+    out, specs = Path(argv[0]), argv[1:]
+    rows = []
+    for spec in specs:
+        name, dirs = spec.split("=", 1)
+        save_dir, eval_dir = dirs.split(":", 1)
+        run = stats(Path(save_dir))
+        scores_path = Path(eval_dir) / "scores.json"
+        scores = json.loads(scores_path.read_text()) if scores_path.exists() else {}
+        rows.append((name, run, scores))
+    lines = ["| model | sacreBLEU | chrF | tokenized BLEU | parameters | training speed (words/s) | updates |",
+             "|---|---|---|---|---|---|---|"]
+    base_wps = rows[0][1]["train_wps"] if rows else None
+    for name, run, scores in rows:
+        sacre = (scores.get("sacrebleu") or {}).get("score")
+        mark = ((scores.get("significance") or {}).get("sacrebleu") or {}).get("mark", "")
+        tok = (scores.get("tokenized_bleu") or {}).get("score")
+        chrf = (scores.get("chrf") or {}).get("score")
+        wps = run["train_wps"]
+        ratio = f" ({wps / base_wps:.2f}x)" if wps and base_wps and name != rows[0][0] else ""
+        lines.append(
+            f"| {name} | {_num(sacre)}{(' ' + mark) if mark else ''} | {_num(chrf)} | {_num(tok)} "
+            f"| {_params(run['params'])} "
+            f"| {_num(wps, 0)}{ratio} | {run['updates'] or 'n/a'} |"
+        )
+    signature = next(((s.get("sacrebleu") or {}).get("signature") for _, _, s in rows if s.get("sacrebleu")), None)
+    notes = ["", "sacreBLEU/chrF on detokenized output (↑/⇑: better than the first row, paired bootstrap "
+             "p < 0.05/0.01); words/s: fairseq's wps (target subword tokens per second), mean over training."]
+    if signature:
+        notes.append(f"sacreBLEU signature: {signature}")
+    table = "\n".join(lines + notes) + "\n"
+    print(table)
+    out.write_text(table)
+    return 0
+
+
+def _params(value: Optional[int]) -> str:
+    return "n/a" if value is None else f"{value / 1e6:.2f}M"
+
+
+def _num(value: Optional[float], digits: int = 2) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def stats_main(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="launch.py stats", description="parameters and training speed of runs as JSON")
+    parser.add_argument("save_dirs", nargs="+")
+    args = parser.parse_args(argv)
+    print(json.dumps({d: stats(Path(d)) for d in args.save_dirs}, indent=2))
+    return 0
+
+
