@@ -15,14 +15,16 @@ on the CPU; :func:`cpu_ddp_without_device_ids` makes multi-process CPU
 training (``--cpu --distributed-backend gloo``) work.
 
 ve-fairseq 0.12.3 also drops sentences when batching (see
-:func:`keep_last_batch`).
+:func:`keep_last_batch`), ``--diverse-beam-groups`` crashes (see
+:func:`fix_diverse_beam_search`) and ``--no-repeat-ngram-size`` blocks
+nothing on the CPU (see :func:`fix_no_repeat_ngram`).
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
-from typing import List
+from typing import List, Optional
 
 import numpy as np
 import torch
@@ -98,6 +100,112 @@ def keep_last_batch(batch_by_size):
     return wrapper
 
 
+def diverse_beam_search_is_broken(search_class: Optional[type] = None) -> bool:
+    """Whether fairseq's ``DiverseBeamSearch`` still has the batch-row bug (see :func:`fix_diverse_beam_search`).
+
+    Probed by behaviour, not version: two sentences with dataset ids 7 and 9
+    take one step, the first finishes, and the second takes another step. A
+    fixed search accepts that; the buggy one indexes its one-row-per-sentence
+    overlap table with the id 9 and raises ``IndexError``.
+    """
+    from fairseq import search as fairseq_search
+    from fairseq.data import Dictionary
+
+    dictionary = Dictionary()
+    search = (search_class or fairseq_search.DiverseBeamSearch)(dictionary, num_groups=2, diversity_strength=0.5)
+    vocab = len(dictionary)
+    lprobs = torch.log_softmax(torch.arange(2 * 2 * vocab, dtype=torch.float).view(2, 2, vocab), dim=-1)
+    ids = torch.tensor([7, 9])
+    try:
+        search.step(0, lprobs, torch.zeros(2, 2, 1), None, ids)
+        search.prune_sentences(torch.tensor([1]))
+        search.step(1, lprobs[1:], torch.zeros(1, 2, 1), None, ids[1:])
+    except IndexError:
+        return True
+    return search.group_overlap.size(0) != 1
+
+
+def fix_diverse_beam_search() -> bool:
+    """Make ``--diverse-beam-groups`` work; returns whether fairseq needed the fix.
+
+    fairseq's ``DiverseBeamSearch.step`` (upstream commit 3f6ba43f, issue #5069,
+    after the 0.12.2 release) keeps ``group_overlap`` with one row per sentence
+    of the current batch, but indexes it with ``original_batch_idxs``, the
+    sentences' *dataset* ids (``sample["id"]``), and never drops the rows of
+    finished sentences. Any batch whose ids are not ``0..n-1`` raises
+    ``IndexError``; ids smaller than the batch size but out of order silently
+    take the penalties of other sentences. The fix indexes by batch row and
+    prunes the table with the sentences that stay (``prune_sentences``, which
+    fairseq calls when sentences finish). With ids ``0..n-1`` both index the
+    same rows, so results there are unchanged. When fairseq's own search works
+    (a fixed fairseq), nothing is replaced.
+    """
+    from fairseq import search
+
+    if getattr(search.DiverseBeamSearch, "indexes_by_batch_row", False) or not diverse_beam_search_is_broken():
+        return False
+    search.DiverseBeamSearch = batch_row_diverse_beam_search(search.DiverseBeamSearch)
+    return True
+
+
+def batch_row_diverse_beam_search(base: type) -> type:
+    """``base`` (fairseq's DiverseBeamSearch) with group overlaps indexed by batch row and pruned."""
+
+    class BatchRowDiverseBeamSearch(base):
+        indexes_by_batch_row = True
+
+        def step(self, step, lprobs, scores, prev_output_tokens=None, original_batch_idxs=None):
+            rows = torch.arange(lprobs.size(0), device=lprobs.device)
+            return super().step(step, lprobs, scores, prev_output_tokens, rows)
+
+        def prune_sentences(self, batch_idxs):
+            super().prune_sentences(batch_idxs)
+            if self.group_overlap.numel() > 0:
+                self.group_overlap = self.group_overlap[batch_idxs.to(self.group_overlap.device)]
+
+    BatchRowDiverseBeamSearch.__name__ = BatchRowDiverseBeamSearch.__qualname__ = base.__name__
+    return BatchRowDiverseBeamSearch
+
+
+def no_repeat_ngram_is_broken() -> bool:
+    """Whether fairseq's CPU ``--no-repeat-ngram-size`` blocks nothing (see :func:`fix_no_repeat_ngram`).
+
+    Probe: the hypothesis "5 6 5" (after the bos/eos 2, then padding 1) with
+    bigrams blocked must ban 6 as the next token.
+    """
+    from fairseq.ngram_repeat_block import NGramRepeatBlock
+
+    blocker = NGramRepeatBlock(2, use_extension=False)
+    lprobs = torch.zeros(1, 8)
+    blocker(torch.tensor([[2, 5, 6, 5, 1, 1]]), lprobs, bsz=1, beam_size=1, step=3)
+    return not bool(torch.isneginf(lprobs[0, 6]))
+
+
+def fix_no_repeat_ngram() -> bool:
+    """Make ``--no-repeat-ngram-size`` block repeats without fairseq's CUDA extension; returns whether needed.
+
+    ve-fairseq 0.12.3's Python fallback ``NGramRepeatBlock._no_repeat_ngram``
+    compares the last n-1 tokens of the *whole* token buffer, which past the
+    current step holds only padding, so nothing is ever banned (upstream
+    fairseq reads the tokens up to the current step). The generator passes that
+    buffer, so the fix hands the fallback the tokens up to ``step`` only. Left
+    alone where the probe finds the fallback working.
+    """
+    from fairseq.ngram_repeat_block import NGramRepeatBlock
+
+    if getattr(NGramRepeatBlock._no_repeat_ngram, "reads_current_prefix", False) or not no_repeat_ngram_is_broken():
+        return False
+    buffer_wide = NGramRepeatBlock._no_repeat_ngram
+
+    @functools.wraps(buffer_wide)
+    def up_to_step(self, tokens, lprobs, bsz: int, beam_size: int, step: int):
+        return buffer_wide(self, tokens[:, : step + 1], lprobs, bsz, beam_size, step)
+
+    up_to_step.reads_current_prefix = True
+    NGramRepeatBlock._no_repeat_ngram = up_to_step
+    return True
+
+
 def apply() -> None:
     """Idempotently apply every fix."""
     global _applied
@@ -109,4 +217,6 @@ def apply() -> None:
 
     if not getattr(data_utils.batch_by_size, "keeps_last_batch", False):
         data_utils.batch_by_size = keep_last_batch(data_utils.batch_by_size)
+    fix_diverse_beam_search()
+    fix_no_repeat_ngram()
     _applied = True

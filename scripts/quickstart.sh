@@ -102,4 +102,13 @@ step 5/5 "Results"
 "$PYTHON" "$here/launch.py" compare "$work/quickstart-$updates.md" \
   "transformer=$work/transformer:$work/transformer/eval-$updates" \
   "$arch=$work/$arch:$work/$arch/eval-$updates"
+if [[ $arch == *gaussian* ]]; then  # its learned windows, as Yang et al. (2018) Figure 3 (docs/analyses.md)
+  step extra "Learned Gaussian windows of $arch on the validation set -> $work/analyses"
+  if [[ -f "$work/analyses/windows-$updates.png" ]]; then
+    echo "    already drawn, skipped"
+  else
+    "$PYTHON" "$here/analyze.py" gaussian-scopes --checkpoint "$arch=$work/$arch/checkpoint_last.pt" \
+      --data "$data/data-bin" --split valid --device cpu --out "$work/analyses" --name "windows-$updates" --quiet
+  fi
+fi
 printf '\ndone in %ds; table saved to %s\n' $((SECONDS - start)) "$work/quickstart-$updates.md"

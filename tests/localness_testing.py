@@ -172,3 +172,89 @@ def train_and_generate(data_bin: Path, work: Path, arch: str, extra: Iterable[st
     assert len(hypotheses) == 40, out[-2000:]
     assert "BLEU" in out.splitlines()[-1], out[-2000:]
     return out
+
+
+# --- hand computation of attention (tests/test_equations_*.py) ----------------------------------------------------
+
+
+def identity_attention(methods, dim: int = 4, heads: int = 2, attn_type: str = "encoder", max_positions: int = 64):
+    """A LocalityAttention whose q/k/v/out projections are the identity: head h of q, k and v is x[..., h*d:(h+1)*d].
+
+    Hand computations then read the attention directly off the inputs.
+    """
+    from fairseq_localness.attention import AttentionSpec, LocalityAttention
+
+    spec = AttentionSpec(embed_dim=dim, num_heads=heads, attn_type=attn_type, layer=1, kdim=dim, max_positions=max_positions)
+    kind = {"encoder_decoder_attention": True} if attn_type == "cross" else {"self_attention": True}
+    attention = LocalityAttention(dim, heads, spec, methods, **kind).eval()
+    with torch.no_grad():
+        for proj in (attention.q_proj, attention.k_proj, attention.v_proj, attention.out_proj):
+            proj.weight.copy_(torch.eye(dim))
+            proj.bias.zero_()
+    return attention
+
+
+def causal_mask(length: int) -> torch.Tensor:
+    """fairseq's future mask: -inf above the diagonal."""
+    return torch.triu(torch.full((length, length), float("-inf")), diagonal=1)
+
+
+def hand_attention(queries, keys, heads: int, support, extra=None, factor=None, renormalize: bool = False):
+    """Attention computed key by key with math.exp, from the definition.
+
+    queries (T, B, C), keys (S, B, C) (keys double as values); ``support(b, h, i)`` lists the keys j query i
+    of head h may see; ``extra(b, h, i, j)`` adds to the logit q_i.k_j / sqrt(d); ``factor(b, h, i, j)``
+    multiplies the normalised weight afterwards (divided again by the row's sum when ``renormalize``).
+    Returns weights (B, H, T, S), zero outside the support, and the output (T, B, C) = sum_j w_ij v_j per head.
+    """
+    import math
+
+    tgt_len, batch, dim = queries.shape
+    src_len = keys.size(0)
+    d = dim // heads
+    weights = torch.zeros(batch, heads, tgt_len, src_len, dtype=torch.float64)
+    out = torch.zeros(tgt_len, batch, dim, dtype=torch.float64)
+    for b in range(batch):
+        for h in range(heads):
+            cols = slice(h * d, (h + 1) * d)
+            for i in range(tgt_len):
+                keys_i = list(support(b, h, i))
+                if not keys_i:
+                    continue
+                q = queries[i, b, cols].double()
+                logits = {}
+                for j in keys_i:
+                    logits[j] = float(q @ keys[j, b, cols].double()) / math.sqrt(d)
+                    if extra is not None:
+                        logits[j] += float(extra(b, h, i, j))
+                top = max(logits.values())
+                total = sum(math.exp(s - top) for s in logits.values())
+                for j, s in logits.items():
+                    w = math.exp(s - top) / total
+                    if factor is not None:
+                        w *= float(factor(b, h, i, j))
+                    weights[b, h, i, j] = w
+                if factor is not None and renormalize:
+                    weights[b, h, i] /= weights[b, h, i].sum()
+                out[i, b, cols] = (weights[b, h, i, :, None] * keys[:, b, cols].double()).sum(0)
+    return weights, out
+
+
+def assert_attention(attention, x, expected_weights, expected_out, rows, key_padding_mask=None, attn_mask=None,
+                     atol: float = 1e-5, keys=None):
+    """The module's head weights and output (explicit path) and its output without weights (fast or banded path)
+    equal the hand computation at the real query positions ``rows`` ({batch: [query index, ...]}).
+
+    ``keys`` (S, B, C): the keys and values of cross attention (default: self-attention over ``x``)."""
+    keys = x if keys is None else keys
+    fast, _ = attention(x, keys, keys, key_padding_mask=key_padding_mask, attn_mask=attn_mask, need_weights=False)
+    out, weights = attention(x, keys, keys, key_padding_mask=key_padding_mask, attn_mask=attn_mask, need_head_weights=True)
+    weights = weights.transpose(0, 1)  # (B, H, T, S)
+    for b, queries in rows.items():
+        for i in queries:
+            torch.testing.assert_close(weights[b, :, i].double(), expected_weights[b, :, i], atol=atol, rtol=0,
+                                       msg=lambda m: f"weights of batch {b}, query {i}: {m}")
+            torch.testing.assert_close(out[i, b].double(), expected_out[i, b], atol=atol, rtol=0,
+                                       msg=lambda m: f"output of batch {b}, query {i}: {m}")
+            torch.testing.assert_close(fast[i, b].double(), expected_out[i, b], atol=atol, rtol=0,
+                                       msg=lambda m: f"output without weights, batch {b}, query {i}: {m}")

@@ -132,3 +132,39 @@ def test_cuda_request_without_cuda(capsys):
         pytest.skip("CUDA is available here")
     rc, err = run_main(capsys, "--archs", "transformer", "--device", "cuda")
     assert rc == 2 and "no CUDA device" in err
+
+
+# --- interleaved mode (one process, rounds) -------------------------------------------------------------------------
+
+
+def test_interleaved_ratios_are_per_round_medians():
+    """Per-round ratios by hand: reference times 1, 2, 4 s against model times 2, 2, 8 s give 0.5, 1.0, 0.5:
+    median 0.5, quartiles 0.5 and 0.75, min 0.5, max 1.0. A uniformly busier round cancels out of its ratio."""
+    from fairseq_localness.benchmark.interleaved import ratio_summary
+
+    summary = ratio_summary([2.0, 2.0, 8.0], [1.0, 2.0, 4.0])
+    assert summary == {"median": 0.5, "q1": 0.5, "q3": 0.75, "min": 0.5, "max": 1.0, "rounds": 3}
+
+
+def test_interleaved_order_rotates_every_round():
+    from fairseq_localness.benchmark.interleaved import Contender, run_rounds
+
+    calls = []
+    contenders = [Contender(bench.Spec(name), lambda n=name: calls.append(n), None, 0, 0) for name in "abc"]
+    run_rounds(contenders, rounds=3)
+    assert calls == list("abc") + list("bca") + list("cab")
+    assert all(len(c.times["train"]) == 3 and not c.times["decode"] for c in contenders)
+
+
+def test_interleaved_quick_run_and_profile(tmp_path, capsys):
+    """The whole mode on a toy model: the reference's own ratio is exactly 1 in every round, the table and the
+    profile (top operators per model and step kind) are printed, JSON is written."""
+    out = tmp_path / "speed.json"
+    assert bench.main(["--quick", "--archs", "transformer_gaussian_local", "--seq-lens", "16", "--max-len", "4",
+                       "--device", "cpu", "--interleaved", "2", "--profile", "3", "--json", str(out)]) == 0
+    records = {r["arch"]: r for r in json.loads(out.read_text())}
+    assert records["transformer"]["decode_ratio"] == {"median": 1.0, "q1": 1.0, "q3": 1.0, "min": 1.0, "max": 1.0, "rounds": 2}
+    assert records["transformer_gaussian_local"]["train_ratio"]["rounds"] == 2
+    printed = capsys.readouterr()
+    assert "| transformer_gaussian_local | 16 |" in printed.out
+    assert "== transformer_gaussian_local: decode ==" in printed.err

@@ -61,6 +61,9 @@ def test_benchmark_composes_with_the_papers_settings(benchmark):
     ("fan2021_iwslt14_de_en", 2 * 8192),  # Fan et al.'s scripts: 2 GPUs x 8192
     ("fan2021_wmt14_en_de_base", 8 * 12288 * 3),  # 8 GPUs x 12288 x update_freq 3
     ("fan2021_wmt14_en_de_big", 8 * 4096 * 16),  # 8 GPUs x 4096 x update_freq 16
+    ("xu2019_wmt14_en_de_base", 6 * 4096),  # Xu et al. 2019 App. A.1: ~25000 tokens per batch
+    ("nguyen2020_wmt16_en_de_base", 8 * 3584),  # Nguyen et al. 2020: 8 GPUs (Ott et al. 2018: 3584 tokens)
+    ("nguyen2020_wmt14_en_fr_base", 8 * 3584),
 ])
 def test_benchmark_holds_the_papers_effective_batch(benchmark, tokens):
     cfg = launch.compose(benchmark, "transformer")
@@ -72,15 +75,16 @@ def test_benchmark_holds_the_papers_effective_batch(benchmark, tokens):
 
 
 def test_every_paper_row_composes():
+    from fairseq_localness.experiments import tables
+
     pairs = {}
     for paper, spec in TABLES["papers"].items():
-        for table, table_spec in spec["tables"].items():
-            for row in table_spec["rows"]:
-                benchmark = row.get("benchmark", table_spec.get("benchmark"))
-                if row.get("arch") is None or benchmark is None:
+        for table in spec["tables"]:
+            for row in tables.table_rows(TABLES, paper, table):
+                if not row.trained:
                     continue
-                assert benchmark in TABLES["decoding"], f"{paper} table {table}: no decoding settings for {benchmark}"
-                pairs.setdefault((benchmark, row["arch"]), row.get("overrides") or [])
+                assert row.setting in TABLES["evaluation"], f"{paper} table {table}: no evaluation of {row.setting}"
+                pairs.setdefault((row.setting, row.arch), row.overrides)
     for (benchmark, arch), overrides in pairs.items():
         cfg = launch.compose(benchmark, arch, overrides)
         assert cfg.model._name == arch
@@ -99,7 +103,8 @@ def test_fairseq_hydra_train_prints_the_composed_job():
                "arch=transformer_gaussian_local_wmt_en_de_big", "task.data=/data", "--cfg", "job"]).stdout
     job = yaml.safe_load(out)
     assert job["model"]["_name"] == "transformer_gaussian_local_wmt_en_de_big"
-    assert job["model"]["dropout"] == 0.3 and job["model"]["share_all_embeddings"] is True
+    # THUMT's untied embeddings (Yang et al. 2018 Table 4: 264.1M parameters for En-De big)
+    assert job["model"]["dropout"] == 0.3 and job["model"]["share_all_embeddings"] is False
     assert job["optimization"]["lr"] == [0.00049] and job["optimization"]["max_update"] == 300000
     assert job["task"]["source_lang"] == "en" and job["task"]["target_lang"] == "de"
 

@@ -236,7 +236,7 @@ def test_banded_layer_keeps_less_memory_at_length_512():
     """At T = 512 the 1D-CSAN layer (auto: banded) keeps several times less for backward than full attention
     that materialises the T x S probabilities: fairseq's own attention with attention dropout, and the dense band.
 
-    (PyTorch's fused attention without dropout keeps O(T) too; see README.md, "Window-based locality".)
+    (PyTorch's fused attention without dropout keeps O(T) too; see docs/methods/yang2019-csan.md.)
     """
     torch.manual_seed(0)
     layers = {

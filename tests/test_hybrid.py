@@ -103,20 +103,43 @@ def test_gates_captured_at_every_decoding_step(tiny_data_bin):
 
 
 def test_parameters_added():
-    """Gate: W_g is C x 1 (C x H per head); concat: W_c is 2C x C; local only: nothing."""
+    """Gate: W_g is C x 1 (C x H per head); concat into W_O: W_c is C x C; concat projection: 2C x C; local: nothing."""
     dim, heads = 16, 4
     counts = {}
     for name, options in {"gate": HybridOptions(), "per_head": HybridOptions(gate_per_head=True),
-                          "concat": HybridOptions(combine="concat"), "local": HybridOptions(combine="local")}.items():
+                          "concat": HybridOptions(combine="concat"),
+                          "concat_projection": HybridOptions(combine="concat", concat_into="projection"),
+                          "local": HybridOptions(combine="local")}.items():
         counts[name] = sum(p.numel() for p in HybridLocalGlobal(options, spec(dim, heads)).parameters())
-    assert counts == {"gate": dim, "per_head": dim * heads, "concat": 2 * dim * dim, "local": 0}
+    assert counts == {"gate": dim, "per_head": dim * heads, "concat": dim * dim, "concat_projection": 2 * dim * dim,
+                      "local": 0}
 
 
-@pytest.mark.parametrize("combine", ["gate", "concat", "local"])
-def test_incremental_decoding_and_padding(tiny_data_bin, combine):
+@pytest.mark.parametrize("concat_into", ["output", "projection"])
+@torch.no_grad()
+def test_concat_is_a_linear_map_of_both_patterns(concat_into):
+    """output: W_O (O^G + W_c O^L) = W_O [O^G; O^L] with W_O^L = W_O W_c; projection: W_O W_c [O^G; O^L]."""
+    torch.manual_seed(0)
+    options = HybridOptions(combine="concat", concat_into=concat_into, window=1)
+    attention = LocalityAttention(16, 4, spec(), [(HybridLocalGlobal, options)], self_attention=True).eval()
+    x = torch.randn(6, 2, 16)
+    out, _ = attention(x, x, x, need_weights=False)
+    q, k, v = (proj(x).view(6, 2, 4, 4).permute(1, 2, 0, 3) for proj in (attention.q_proj, attention.k_proj, attention.v_proj))
+    logits = q @ k.transpose(-1, -2) / 2
+    band = (torch.arange(6)[None] - torch.arange(6)[:, None]).abs() > 1
+    merge = lambda o: o.permute(2, 0, 1, 3).reshape(6, 2, 16)  # noqa: E731
+    glob = merge(torch.softmax(logits, -1) @ v)
+    local = merge(torch.softmax(logits.masked_fill(band, float("-inf")), -1) @ v)
+    w_c = attention.locality[0].concat_proj.weight
+    mixed = glob + local @ w_c.t() if concat_into == "output" else torch.cat([glob, local], -1) @ w_c.t()
+    torch.testing.assert_close(out, attention.out_proj(mixed), atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("combine,concat_into", [("gate", "output"), ("concat", "output"), ("concat", "projection"), ("local", "output")])
+def test_incremental_decoding_and_padding(tiny_data_bin, combine, concat_into):
     model, task = build_model("transformer_hybrid_local", tiny_data_bin, {
         "hybrid_attention": "encoder,decoder", "hybrid_combine": combine, "hybrid_gate_per_head": combine == "gate",
-        "hybrid_layers": "all"})
+        "hybrid_layers": "all", "hybrid_concat_into": concat_into})
     assert_incremental_parity(model, task)
     assert_padding_invariance(model, task)
 

@@ -183,7 +183,7 @@ def test_identity_mask_sublayer_is_ffn(tiny_data_bin):
     dim = attention.embed_dim
     ffn = FeedForwardSubLayer(
         fc1=torch.nn.Linear(dim, dim), fc2=torch.nn.Linear(dim, dim), activation_fn=torch.relu,
-        activation_dropout=0.0, embed_dim=dim, dropout=0.0, normalize_before=False,
+        activation_dropout=0.0, embed_dim=dim, dropout=0.0, normalize_before=sublayer.normalize_before,
     )
     ffn.fc1.load_state_dict(attention.v_proj.state_dict())
     ffn.fc2.load_state_dict(attention.out_proj.state_dict())
@@ -227,6 +227,66 @@ def test_dman_mask_is_eq12_for_every_layer_and_head(tiny_data_bin):
             got = log_mask[b][:, positions][:, :, positions].double().exp()
             visible = ~torch.isnan(expected)
             torch.testing.assert_close(got[visible], expected[visible], atol=1e-6, rtol=0, msg=name)
+
+
+def attention_by_hand(attention, h, padding, masks=None):
+    """Eq. 2 / Eq. 4 for every sentence: softmax-free, M * exp(q k / sqrt(d)) normalised, then W^O.
+
+    h: (T, B, C); padding: (B, T); masks: None (SAN, M = 1) or a function (b, positions) -> (H, n, n).
+    Returns (T, B, C) with zeros at padded positions.
+    """
+    heads = attention.num_heads
+    d = attention.embed_dim // heads
+    out = torch.zeros(h.shape, dtype=torch.float64)
+    for b in range(h.size(1)):
+        positions = [t for t in range(h.size(0)) if not padding[b, t]]
+        x = h[positions, b]
+        q, k, v = (proj(x).double().view(-1, heads, d) for proj in (attention.q_proj, attention.k_proj, attention.v_proj))
+        mask = masks(b, positions) if masks else torch.ones(heads, len(positions), len(positions), dtype=torch.float64)
+        per_head = []
+        for i in range(heads):
+            weights = mask[i] * torch.exp(q[:, i] @ k[:, i].t() / math.sqrt(d))
+            per_head.append((weights / weights.sum(dim=1, keepdim=True)) @ v[:, i])
+        out[positions, b] = torch.cat(per_head, -1) @ attention.out_proj.weight.double().t() + attention.out_proj.bias.double()
+    return out
+
+
+@pytest.mark.parametrize("norm", ["pre", "post"])
+def test_dman_encoder_layer_by_hand(tiny_data_bin, norm):
+    """One DMAN -> SAN -> FFN encoder layer (Sec. 2.5, Fig. 2) computed sub-layer by sub-layer from Eq. 4, 9 and 12.
+
+    pre (the authors' released models): H + f(LN(H)) for every sub-layer; post: LN(H + f(H)).
+    """
+    model, _ = build_model("transformer_dman", tiny_data_bin, {"man_norm": norm})
+    layer = model.encoder.layers[0]
+    dman, san = layer.first_sublayer.attention, layer.self_attn
+    method = next(m for m in dman.locality if isinstance(m, DynamicMask))
+    _, padding = left_padded_input()
+    x = torch.randn(LENGTH, 2, layer.embed_dim, generator=torch.Generator().manual_seed(3))
+
+    def layer_norm(module, h):
+        return torch.nn.functional.layer_norm(h.float(), (h.size(-1),), module.weight, module.bias, module.eps).double()
+
+    def residual(h, norm_module, f):
+        if norm == "pre":
+            return h + f(layer_norm(norm_module, h))
+        return layer_norm(norm_module, h + f(h))
+
+    def dman_by_hand(h):
+        masks = lambda b, positions: eq12_mask(method, h[:, b].float(), positions)  # noqa: E731
+        return attention_by_hand(dman, h.float(), padding, masks)
+
+    def ffn_by_hand(h):  # Eq. 9: ReLU(H W1) W2
+        hidden = torch.relu(h @ layer.fc1.weight.double().t() + layer.fc1.bias.double())
+        return hidden @ layer.fc2.weight.double().t() + layer.fc2.bias.double()
+
+    with torch.no_grad():
+        h = residual(x.double(), layer.first_sublayer.layer_norm, dman_by_hand)
+        h = residual(h, layer.self_attn_layer_norm, lambda z: attention_by_hand(san, z.float(), padding))
+        expected = residual(h, layer.final_layer_norm, ffn_by_hand)
+        got = layer(x, padding)
+    real = ~padding.t()
+    torch.testing.assert_close(got[real].double(), expected[real], atol=1e-4, rtol=0)
 
 
 MODEL_CASES = {
@@ -306,18 +366,30 @@ def test_size_settings():
     assert (explicit.man_encoder_order, explicit.man_decoder_order) == ("sman,san,ffn", "sman,san,ffn")
 
 
+@pytest.mark.parametrize("arch", ["transformer_dman", "transformer_sman_iwslt_de_en", "transformer_dman_wmt_en_de_big"])
+def test_norm_placement(arch):
+    """--man-norm pre (default: the authors' released architectures) / post sets both stacks' placement."""
+    default = parse_model_args(arch)
+    assert (default.man_norm, default.encoder_normalize_before, default.decoder_normalize_before) == ("pre", True, True)
+    post = parse_model_args(arch, ["--man-norm", "post"])
+    assert (post.encoder_normalize_before, post.decoder_normalize_before) == (False, False)
+    with pytest.raises(LocalityConfigError, match="--man-norm post contradicts --decoder-normalize-before"):
+        parse_model_args(arch, ["--man-norm", "post", "--decoder-normalize-before"])
+
+
 def man_delta(d, heads, layers, ffn_transformer, ffn_man, enc_dman, dec_dman, max_positions=1024):
-    """Parameters a MAN model adds to the Transformer of the same size, counted from the layer structure.
+    """Parameters a MAN model adds to the (post-norm) Transformer of the same size, from the layer structure.
 
     Per encoder layer: one more attention (4d^2 + 4d) and layer norm (2d), the FFN resized,
     and DMAN's W (d), P (2 max - 1 distances) and U (heads); in the decoder P has max
     entries (t - s >= 0). A decoder layer without DMAN (san,ffn) only resizes its FFN.
+    Pre-norm (--man-norm pre, the default) adds one final layer norm (2d) after each stack.
     """
     ffn = lambda inner: 2 * d * inner + inner + d  # noqa: E731
     attention, norm = 4 * d * d + 4 * d, 2 * d
     encoder = attention + norm + ffn(ffn_man) - ffn(ffn_transformer) + (d + 2 * max_positions - 1 + heads) * enc_dman
     decoder = ffn(ffn_man) - ffn(ffn_transformer) + (attention + norm + d + max_positions + heads) * dec_dman
-    return layers * (encoder + decoder)
+    return layers * (encoder + decoder) + 2 * norm
 
 
 @pytest.mark.parametrize("suffix,recipe,d,heads,ffn_t,ffn_m,dec_dman", [
@@ -327,7 +399,7 @@ def man_delta(d, heads, layers, ffn_transformer, ffn_man, enc_dman, dec_dman, ma
 ])
 def test_parameter_counts(suffix, recipe, d, heads, ffn_t, ffn_m, dec_dman):
     """Standard-recipe vocabularies; the MAN - Transformer difference is exactly the layers' structure and
-    within a million of the paper's for the small and base models (big: see README.md, "Mask Attention Networks")."""
+    within a million of the paper's for the small and base models (big: see docs/methods/fan2021-man.md)."""
     with torch.device("meta"):  # counts only: no memory, no initialisation
         transformer = count_parameters(recipe_model("transformer" + suffix, recipe))
         man = count_parameters(recipe_model("transformer_dman" + suffix, recipe))

@@ -179,6 +179,13 @@ class LocalnessTransformerModel(TransformerModel):
     def build_encoder(cls, cfg, src_dict, embed_tokens):
         return cls.encoder_class(cfg, src_dict, embed_tokens)
 
+    def set_beam_size(self, beam_size: int) -> None:
+        """Called by fairseq's generator with the beam size: LocalityAttention's static cross-attention caches
+        then skip beam reorders within sentences (fairseq's own attention modules are left as they are)."""
+        for module in self.modules():
+            if isinstance(module, LocalityAttention):
+                module.set_beam_size(beam_size)
+
     @classmethod
     def build_decoder(cls, cfg, tgt_dict, embed_tokens):
         return cls.decoder_class(cfg, tgt_dict, embed_tokens, no_encoder_attn=cfg.no_cross_attention)

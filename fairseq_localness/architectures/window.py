@@ -3,8 +3,9 @@ compared against) and Xu et al. (2019) Tables 1-2 (hybrid local/global attention
 
 Every name also comes in the sizes ``_iwslt_de_en``, ``_wmt_en_de`` and
 ``_wmt_en_de_big``; every default is the paper's and can be overridden by its
-flag (see README.md, "Window-based locality"). Local_Soft is ``transformer_gaussian_local``,
-Rel_Pos ``transformer_relpos``.
+flag (see docs/methods/yang2019-csan.md and docs/baselines.md). Local_Soft is
+``transformer_gaussian_local``, Rel_Pos ``transformer_relpos``; Block and Cnns are
+``transformer_block`` and ``transformer_cnns``.
 """
 
 from .base import register_locality_architectures
@@ -16,6 +17,8 @@ WINDOW_ARCHITECTURES = {
     "transformer_neighbor": "neighbor",
     "transformer_local_hard": "localhard",
     "transformer_bidirect": "bidirect",
+    "transformer_block": "block",
+    "transformer_cnns": "cnns",
 }
 
 for _name, _method in WINDOW_ARCHITECTURES.items():

@@ -109,14 +109,16 @@ class AttentionContext:
 
     @cached_property
     def visible_lengths(self) -> Tensor:
-        """(B, T) float: how many real keys each query may see.
+        """(B, T) float32: how many real keys each query may see.
 
         The sentence length for encoder and cross attention, the current
         prefix length (position + 1) in causal decoder self-attention.
+        Always float32: bfloat16 holds integers exactly only up to 256 and
+        float16 up to 2048, and methods derive positions from these lengths.
         """
         if self.causal:
-            return (self.query_positions + 1).to(self.q.dtype)
-        return self.key_lengths.unsqueeze(1).expand(-1, self.tgt_len).to(self.q.dtype)
+            return (self.query_positions + 1).float()
+        return self.key_lengths.unsqueeze(1).expand(-1, self.tgt_len).float()
 
     @cached_property
     def relative_positions(self) -> Tensor:
@@ -142,6 +144,8 @@ class AttentionContext:
         new = compute(self.key_input)
         if cached is not None and not self.static_kv:
             new = torch.cat([cached, new], dim=2)
+        elif self.static_kv:
+            new = new.contiguous()  # reused at every step, and not copied on beam reorders (see core)
         self.saved_state[cache_key] = new
         return new
 

@@ -28,9 +28,13 @@ class LocalityAttention(MultiheadAttention):
     with the summed logit bias when no method needs the probabilities, an
     explicit softmax otherwise (``need_weights``, post-softmax methods).
 
-    Beamable encoder-decoder attention (``set_beam_size``) is not used:
-    every cached tensor, the methods' included, has the full batch x beam
-    dimension first and is reordered with the beam.
+    Every cached tensor, the methods' included, has the full batch x beam
+    dimension first. Decoder self-attention caches are reordered with the
+    beam; the static encoder-decoder caches (keys, values, methods' key-side
+    values) are identical for all beams of a sentence, so a reorder within
+    sentences leaves them as they are and only dropping finished sentences
+    selects rows (like fairseq's beamable ``MultiheadAttention``, without
+    changing the attention arithmetic).
     """
 
     def __init__(self, embed_dim: int, num_heads: int, spec: AttentionSpec, methods: Sequence[Tuple[type, object]], **kwargs):
@@ -41,7 +45,7 @@ class LocalityAttention(MultiheadAttention):
         self.locality = nn.ModuleList(cls(options, spec) for cls, options in methods)
         self._hooks = {
             hook: [m for m in self.locality if type(m).overrides(hook)]
-            for hook in ("logit_bias", "transform_probs", "value_term", "mix_output", "attention_kernel")
+            for hook in ("transform_input", "logit_bias", "transform_probs", "value_term", "mix_output", "attention_kernel")
         }
         self._masks_rows = any(m.masks_rows for m in self.locality)
         self._kernel = self._pick_kernel()
@@ -74,8 +78,8 @@ class LocalityAttention(MultiheadAttention):
         return bool(self._hooks["transform_probs"]) or any(m.needs_probs for m in self.locality)
 
     def set_beam_size(self, beam_size: int) -> None:
-        # see class docstring: keep the simple, fully reordered cache
-        self.beam_size = 1
+        """Called by fairseq's generator: hypotheses ``i*beam .. (i+1)*beam - 1`` belong to sentence ``i``."""
+        self.beam_size = beam_size
 
     def _split_heads(self, x: Tensor) -> Tensor:
         """(T, B, C) -> (B, H, T, d)."""
@@ -102,7 +106,14 @@ class LocalityAttention(MultiheadAttention):
             saved_state = self._get_input_buffer(incremental_state)
             if static_kv and "prev_key" in saved_state:
                 key = value = None
+        input_shift = None  # transformed minus original input, returned into the layer's residual stream
         if self.self_attention:
+            for method in self._hooks["transform_input"]:  # e.g. convolutions feeding the attention (CNNs)
+                if saved_state is not None:
+                    raise RuntimeError(f"{method.name} transforms the whole input sequence and has no incremental decoding")
+                original, query = query, method.transform_input(query, key_padding_mask)
+                if method.input_in_residual:
+                    input_shift = query - original if input_shift is None else input_shift + query - original
             key = value = query
 
         q = self._split_heads(self.q_proj(query))
@@ -156,6 +167,8 @@ class LocalityAttention(MultiheadAttention):
 
         out = out.permute(2, 0, 1, 3).reshape(tgt_len, bsz, embed_dim)
         out = self.out_proj(out)
+        if input_shift is not None:
+            out = out + input_shift  # the layer adds its input back: x + (c - x) + attn(c) = c + attn(c)
         weights = None
         if need_weights:
             weights = probs.transpose(0, 1)  # (H, B, T, S) as fairseq returns head weights
@@ -173,6 +186,8 @@ class LocalityAttention(MultiheadAttention):
             else:
                 k = torch.cat([prev_key, k], dim=2)
                 v = torch.cat([prev_value, v], dim=2)
+        elif static_kv:
+            k, v = k.contiguous(), v.contiguous()  # kept for every step and (see reorder) rarely copied again
         key_padding_mask = MultiheadAttention._append_prev_key_padding_mask(
             key_padding_mask=key_padding_mask,
             prev_key_padding_mask=saved_state.get("prev_key_padding_mask"),
@@ -226,9 +241,26 @@ class LocalityAttention(MultiheadAttention):
         active = self.training or self.dropout_module.apply_during_inference
         return self.dropout_module.p if active else 0.0
 
+    def uses_kernel(self, device: torch.device) -> bool:
+        """Whether the method's ``attention_kernel`` runs on ``device`` (else its dense bias and the core's step).
+
+        On CUDA, ``scaled_dot_product_attention`` with the dense float bias runs
+        as one fused kernel (memory-efficient attention, gradients to the bias
+        included), which beats the kernels' step-by-step PyTorch code (banded
+        windows, written for the CPU's memory). Kernels without a bias
+        equivalent (``replaces_attention``) and an explicit user choice (an
+        ``implementation`` option other than ``auto``) still run there.
+        """
+        if self._kernel is None:
+            return False
+        explicit = getattr(self._kernel.options, "implementation", "auto") != "auto"
+        return device.type != "cuda" or self._kernel.replaces_attention or explicit
+
     def _attend(self, ctx: AttentionContext, bias: Optional[Tensor], need_probs: bool) -> Tuple[Tensor, Optional[Tensor]]:
         """Per-head output (B, H, T, d) and, when asked for, the probabilities."""
-        if self._kernel is not None:
+        if self._kernel is not None and not self.uses_kernel(ctx.q.device):
+            bias = self._add_method_bias(ctx, bias, self._kernel)
+        elif self._kernel is not None:
             result = self._kernel.attention_kernel(ctx, bias, need_probs, self.dropout_module)
             if result is not None:
                 if need_probs and result[1] is None:
@@ -261,14 +293,29 @@ class LocalityAttention(MultiheadAttention):
 
     @torch.jit.unused
     def reorder_incremental_state(self, incremental_state: IncrementalState, new_order: Tensor):
-        """Reorder every cached tensor (keys, values, methods' caches) along the batch x beam dim."""
+        """Reorder every cached tensor (keys, values, methods' caches) along the batch x beam dim.
+
+        Static encoder-decoder caches are left alone when ``new_order`` only
+        moves hypotheses within their sentence's beam (see the class docstring).
+        """
         buffer = self._get_input_buffer(incremental_state)
         if buffer:
+            if self.encoder_decoder_attention and self._within_sentences(buffer, new_order):
+                return incremental_state
             for name, value in buffer.items():
                 if value is not None:
                     buffer[name] = value.index_select(0, new_order)
             incremental_state = self._set_input_buffer(incremental_state, buffer)
         return incremental_state
+
+    def _within_sentences(self, buffer: Dict[str, Optional[Tensor]], new_order: Tensor) -> bool:
+        """Whether row r of the reordered cache comes from r's own sentence (rows grouped by ``beam_size``)."""
+        cached = next((value for value in buffer.values() if value is not None), None)
+        if cached is None or cached.size(0) != new_order.numel():
+            return False  # sentences were dropped: rows must be selected
+        beam = max(int(self.beam_size), 1)
+        rows = torch.arange(new_order.numel(), device=new_order.device)
+        return bool(torch.equal(torch.div(new_order, beam, rounding_mode="floor"), torch.div(rows, beam, rounding_mode="floor")))
 
     def locality_methods(self) -> List[LocalityMethod]:
         return list(self.locality)

@@ -135,6 +135,7 @@ class LocalityMethod(nn.Module):
     Override only the hooks the paper needs; the attention core finds the
     overridden ones and calls them at these points::
 
+        x      = transform_input(x)                          # self-attention input before q/k/v (CNNs)
         logits = q k^T / sqrt(d) + sum(logit_bias)          # Gaussian, band masks, log M, Shaw keys
         probs  = transform_probs(softmax(logits))            # multiplicative windows
         out    = dropout(probs) v + sum(value_term)          # Shaw values
@@ -177,11 +178,23 @@ class LocalityMethod(nn.Module):
     needs_probs: bool = False
     masks_rows: ClassVar[bool] = False
     replaces_attention: ClassVar[bool] = False
+    input_in_residual: ClassVar[bool] = False
 
     def __init__(self, options: MethodOptions, spec: AttentionSpec):
         super().__init__()
         self.options = options
         self.spec = spec
+
+    def transform_input(self, x: Tensor, key_padding_mask: Optional[Tensor]) -> Tensor:
+        """Self-attention only: map the input (T, B, C) before the q/k/v projections (e.g. a convolution stack).
+
+        ``key_padding_mask`` is (B, T), True at padding, or None. Called on the
+        whole sequence: the core refuses it in incremental decoding. With
+        ``input_in_residual`` the core also returns ``x' - x`` with the attention
+        output, so that the layer's residual carries ``x'`` (layers in front of
+        the attention rather than a side branch of it).
+        """
+        return x
 
     def logit_bias(self, ctx: "AttentionContext") -> Optional[Tensor]:
         """Additive term broadcastable to (batch, heads, tgt_len, src_len)."""

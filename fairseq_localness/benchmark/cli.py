@@ -16,6 +16,7 @@ from .specs import (
     DEFAULT_SETTINGS, QUICK_MODEL_OVERRIDES, QUICK_SETTINGS, BenchmarkError, Spec, _normalise_key, _override_value,
     _quiet_fairseq, check_registered, derive_baseline_arch, fairseq_args, max_positions, parse_seq_lens, parse_specs,
 )
+from .interleaved import format_rounds, run_interleaved
 from .worker import worker_main
 
 def build_parser() -> argparse.ArgumentParser:
@@ -70,6 +71,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--quick", action="store_true",
                    help="smoke test: tiny model, vocab, batches and step counts")
+    p.add_argument("--interleaved", type=int, metavar="ROUNDS",
+                   help="measure every model in this one process, ROUNDS rounds of one training step and "
+                        "one decoding call each, order rotated per round; prints the median and "
+                        "interquartile range of per-round ratios (stable on a busy machine; "
+                        "--steps/--repeats are not used)")
+    p.add_argument("--profile", type=int, metavar="TOP", default=0,
+                   help="with --interleaved: print the TOP operators by self CPU time per model and step kind")
     p.add_argument("--list-archs", action="store_true",
                    help="list the registered architectures and exit")
     return p
@@ -269,6 +277,8 @@ def drive(opts) -> int:
              f"{settings['max_len'] or 'seq len'}" if settings["decode"] else "off"),
           flush=True)
 
+    if opts.interleaved is not None:
+        return drive_interleaved(opts, specs, seq_lens, settings)
     runs: Dict[Tuple[str, int], List[dict]] = {(s.label, L): [] for s in specs for L in seq_lens}
     t_start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="fl-bench-") as workdir:
@@ -302,6 +312,31 @@ def drive(opts) -> int:
             json.dump(records, f, indent=2)
             f.write("\n")
         print(f"wrote {opts.json}")
+    return 0
+
+
+def write_json(path: str, records: List[dict]) -> None:
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(records, f, indent=2)
+        f.write("\n")
+    print(f"wrote {path}")
+
+
+def drive_interleaved(opts, specs: List[Spec], seq_lens: List[int], settings: dict) -> int:
+    """The --interleaved mode (see :mod:`.interleaved`)."""
+    if opts.interleaved < 1:
+        raise BenchmarkError("--interleaved must be >= 1 round")
+    if opts.profile < 0:
+        raise BenchmarkError("--profile must be >= 0")
+    start, load_before = time.perf_counter(), _loadavg()
+    records = run_interleaved(specs, seq_lens, settings, opts.interleaved, opts.profile,
+                              log=lambda line: print(line, file=sys.stderr, flush=True))
+    print(format_rounds(records))
+    load = "" if load_before is None else f" (1-minute load average {load_before:.1f} before, {_loadavg():.1f} after)"
+    print(f"{opts.interleaved} interleaved rounds, total {time.perf_counter() - start:.1f} s{load}")
+    if opts.json:
+        write_json(opts.json, records)
     return 0
 
 

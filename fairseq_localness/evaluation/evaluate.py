@@ -49,6 +49,16 @@ def read_prep_info(data_bin: str) -> dict[str, Any]:
     return info
 
 
+def subset_reference(test_ref: str | None, subset: str, tgt: str) -> str | None:
+    """The reference of ``subset`` beside data-prep's test reference: the test one itself, else
+    ``SUBSET.TGT`` in the same directory (tok/ or raw/; e.g. newsdev2017 for the Zh-En tables
+    that score the development set), when data-prep wrote it."""
+    if not test_ref or subset == "test":
+        return test_ref
+    sibling = os.path.join(os.path.dirname(test_ref), f"{subset}.{tgt}")
+    return sibling if os.path.isfile(sibling) else None
+
+
 def language_pair(data_bin: str, subset: str, src: str | None, tgt: str | None) -> tuple[str, str]:
     """(source, target) language: given, or read from ``DATA_BIN/SUBSET.S-T.S.bin``."""
     pairs = sorted({os.path.basename(p).split(".")[1] for p in glob.glob(os.path.join(data_bin, f"{subset}.*-*.*.bin"))})
@@ -208,8 +218,8 @@ def evaluate(a: argparse.Namespace) -> dict[str, Any]:
     lowercase = info.get("lowercased", False) if a.lowercase is None else a.lowercase
     compound = info.get("compound_split", False) if a.compound_split is None else a.compound_split
     remove_bpe = a.remove_bpe or info.get("bpe", "subword_nmt")
-    detok_ref = None if a.no_sacrebleu else (a.detok_ref or (info.get("detok_ref") if a.subset == "test" else None))
-    tok_ref = a.ref or (info.get("tok_ref") if a.subset == "test" else None)
+    detok_ref = None if a.no_sacrebleu else (a.detok_ref or subset_reference(info.get("detok_ref"), a.subset, tgt))
+    tok_ref = a.ref or subset_reference(info.get("tok_ref"), a.subset, tgt)
     for path, flag in ((tok_ref, "--ref"), (detok_ref, "--detok-ref")):
         if path and not os.path.isfile(path):
             raise EvalError(f"{flag} {path}: no such file")

@@ -27,7 +27,7 @@ import sys
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..paths import CONFIG_DIR, USER_DIR
 from .runlog import compare_main, final_train_loss, progress_main, stats, stats_main  # noqa: F401  (re-exported)
@@ -225,7 +225,8 @@ class Launch:
                 f"distributed_training.distributed_world_size={self.world_size}",
                 f"distributed_training.distributed_rank={self.node_rank * self.gpus}",
                 f"distributed_training.distributed_init_method=tcp://{self.master_addr}:{self.master_port}",
-            ]]
+            ] + ([f"hydra.run.dir={os.path.abspath(self.save_path)}/node{self.node_rank}"] if self.node_rank else [])]
+            # (node 0 logs to hydra_train.log beside the checkpoints; the other nodes' logs go to nodeR/)
         if self.cpu_procs == 1:
             return [base]
         port = self.master_port or free_port()
@@ -282,7 +283,8 @@ def run_processes(commands: List[List[str]], cpu_workers: bool) -> int:
 
 # --- command line -----------------------------------------------------------------------------------
 
-def train_main(argv: Sequence[str]) -> int:
+def parse_train(argv: Sequence[str]) -> Tuple[argparse.Namespace, Launch]:
+    """train.sh's arguments: the parsed options and the Launch they ask for (not yet validated)."""
     parser = argparse.ArgumentParser(
         prog="scripts/train.sh",
         description="Train ARCH on a benchmark setting of configs/benchmark with the paper's effective batch "
@@ -293,7 +295,7 @@ def train_main(argv: Sequence[str]) -> int:
     parser.add_argument("arch", help="configs/arch/<name>.yaml, e.g. transformer_gaussian_local_wmt_en_de")
     parser.add_argument("--data", help="binarized data (data-prep's OUT/data-bin)")
     parser.add_argument("--save-dir", help="checkpoint directory (default: checkpoints/BENCHMARK/ARCH)")
-    parser.add_argument("--gpus", type=int, default=0, help="GPUs per node (0: train on the CPU)")
+    parser.add_argument("--gpus", "--gpus-per-node", type=int, default=0, help="GPUs per node (0: train on the CPU)")
     parser.add_argument("--nodes", type=int, default=1, help="number of nodes (run the command on every node)")
     parser.add_argument("--node-rank", type=int, default=0, help="this node's rank, 0..nodes-1")
     parser.add_argument("--master-addr", default="127.0.0.1", help="address of node 0")
@@ -303,7 +305,12 @@ def train_main(argv: Sequence[str]) -> int:
     parser.add_argument("--max-tokens", type=int, help="tokens per device and step (default: the config's)")
     parser.add_argument("--effective-tokens", type=int,
                         help="tokens per update to keep (default: the paper's, max_tokens x update_freq of the config)")
-    parser.add_argument("--dry-run", action="store_true", help="print the command(s) without running them")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print the command(s) without running them (every node's, with --nodes; "
+                        "the sbatch file, with --slurm)")
+    from .cluster import add_slurm_arguments
+
+    add_slurm_arguments(parser)
     args, overrides = parser.parse_known_args(argv)
     unknown = [o for o in overrides if o.startswith("-")]
     if unknown:
@@ -314,14 +321,32 @@ def train_main(argv: Sequence[str]) -> int:
         cpu_procs=args.cpu_procs, max_tokens=args.max_tokens, effective_tokens=args.effective_tokens,
         overrides=overrides,
     )
+    return args, launch
+
+
+def train_main(argv: Sequence[str]) -> int:
+    from .cluster import node_commands, submit_training
+
+    args, launch = parse_train(argv)
+    on_cluster = args.slurm or args.local_executor
+    if on_cluster and launch.master_port is None:
+        launch.master_port = 0  # a Slurm job derives node 0's port from its job id (cluster_jobs.TrainJob)
     try:
         launch.validate()
         plan = launch.plan()
+        if on_cluster:
+            print(describe(launch, plan), flush=True)
+            return submit_training(launch, plan, args, dry_run=args.dry_run)
     except LaunchError as err:
         print(f"train.sh: error: {err}", file=sys.stderr)
         return 2
     commands = launch.commands(plan)
     print(describe(launch, plan), flush=True)
+    if launch.nodes > 1 and args.dry_run:
+        # one command per node, identical but for the rank: start each on its node (docs/cluster.md)
+        for rank, command in node_commands(launch, plan):
+            print(f"[node {rank}] " + " ".join(shlex.quote(c) for c in command), flush=True)
+        return 0
     for command in commands:
         print(("" if len(commands) == 1 else "[rank] ") + " ".join(shlex.quote(c) for c in command), flush=True)
     if args.dry_run:

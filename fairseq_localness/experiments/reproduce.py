@@ -1,93 +1,69 @@
-"""Train and evaluate every row of a paper's table; write our numbers beside the published ones.
+"""Train and score every row of a paper's table; write our numbers beside the published ones.
 
-    bash scripts/reproduce.sh PAPER TABLE [--dry-run] [--gpus N] [--work DIR] [--data-root DIR]
+    bash scripts/reproduce.sh PAPER TABLE [--dry-run] [--rows ID,ID] [--gpus N] [--work DIR] [--data-root DIR]
 
-Rows, their settings and the published numbers come from ``configs/paper_tables.yaml``.
-Each row runs ``scripts/train.sh`` (the paper's benchmark setting and effective batch)
-and ``scripts/evaluate.sh`` (the paper's decoding and BLEU) in
-``WORK/PAPER/tableT/ROW/``; a row whose ``eval/scores.json`` exists is finished and
-not rerun, and an interrupted training resumes from its last checkpoint. Rows whose
-method, architecture or flags are not (yet) in the project are listed as missing,
-with the reason, and are never silently skipped.
+Rows, their settings and the published numbers come from ``configs/paper_tables.yaml``
+(:mod:`.tables`). Each trained row runs ``scripts/train.sh`` (its setting's recipe and effective
+batch) and ``scripts/evaluate.sh`` (the paper's split, decoding and metric) in
+``WORK/PAPER/tableT/ROW/``. A row whose ``eval-SPLIT/scores.json`` exists is finished and not rerun;
+an interrupted training resumes from its last checkpoint. Rows the paper only quotes are listed
+with their numbers; rows whose method is not in the plugin yet (``pending``) or that fairseq
+rejects are listed with the reason. Nothing is skipped silently. The table is written as
+``WORK/PAPER/tableT.{md,csv,json}``.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-import yaml
-
-from ..paths import CONFIG_DIR, SCRIPTS_DIR, USER_DIR
+from ..paths import SCRIPTS_DIR, USER_DIR
+from . import report
 from .launch import arch_configs, benchmarks
 from .runlog import stats
+from .tables import (
+    TABLES_FILE,
+    Row,
+    TableError,
+    evaluation_of,
+    load_tables,
+    overrides_as_flags,
+    setting_model_flags,
+    table_rows,
+    table_spec,
+)
 
-TABLES_FILE = CONFIG_DIR / "paper_tables.yaml"
 SCRIPTS = SCRIPTS_DIR
+__all__ = ["TABLES_FILE", "load_tables", "overrides_as_flags", "table_rows", "missing_reason", "plan_row", "main"]
 
 
-def load_tables(path: Path = TABLES_FILE) -> Dict:
-    with open(path) as handle:
-        return yaml.safe_load(handle)
-
-
-@dataclass
-class Row:
-    paper: str
-    table: str
-    id: str
-    label: str
-    benchmark: Optional[str]
-    arch: Optional[str]
-    overrides: List[str] = field(default_factory=list)
-    baseline: Optional[str] = None
-    published: Dict[str, Optional[float]] = field(default_factory=dict)
-
-    def flags(self) -> List[str]:
-        """The row's model overrides as fairseq command-line flags (model.gaussian_window=layer -> --gaussian-window layer)."""
-        out: List[str] = []
-        for override in self.overrides:
-            key, value = override.split("=", 1)
-            out += ["--" + key[len("model."):].replace("_", "-"), value.strip("'\"")]
-        return out
-
-
-def table_rows(tables: Dict, paper: str, table: str) -> List[Row]:
-    papers = tables["papers"]
-    if paper not in papers:
-        raise SystemExit(f"reproduce.sh: unknown paper {paper!r}; choose from {', '.join(papers)}")
-    if table not in papers[paper]["tables"]:
-        raise SystemExit(f"reproduce.sh: {paper} has no table {table!r}; choose from {', '.join(papers[paper]['tables'])}")
-    spec = papers[paper]["tables"][table]
-    rows = []
-    for row in spec["rows"]:
-        benchmark = row["benchmark"] if "benchmark" in row else spec.get("benchmark")
-        rows.append(Row(paper=paper, table=table, id=row["id"], label=row["label"], benchmark=benchmark,
-                        arch=row.get("arch"), overrides=list(row.get("overrides") or []),
-                        baseline=row.get("baseline"), published=dict(row.get("published") or {})))
-    return rows
-
-
-def missing_reason(row: Row) -> Optional[str]:
-    """Why a row cannot run in this checkout, or None when fairseq accepts its architecture and flags."""
-    if row.arch is None:
-        return "method not implemented in this project"
-    if row.benchmark is None:
-        return "benchmark not prepared by this project's data-prep"
-    if row.benchmark not in benchmarks():
-        return f"no benchmark config configs/benchmark/{row.benchmark}.yaml"
+def missing_reason(row: Row, tables: Optional[Dict] = None) -> Optional[str]:
+    """Why a row is not trained in this checkout, or None when fairseq accepts it as configured."""
+    if row.quoted:
+        return f"published only: the paper quotes {row.quoted}"
+    if row.pending:
+        return f"not yet trainable: {row.pending}"
+    if not row.arch:
+        return "no architecture given"
+    if row.setting not in benchmarks():
+        return f"no setting config configs/benchmark/{row.setting}.yaml"
+    if tables is not None:
+        try:
+            evaluation_of(tables, row.setting)
+        except TableError as err:
+            return str(err)
     if row.arch not in arch_configs():
         return f"no architecture config configs/arch/{row.arch}.yaml"
-    for override in row.overrides:
-        if not override.startswith("model.") or "=" not in override:
-            return f"row override {override!r} is not model.<option>=<value>"
-    return parser_error(row.arch, row.flags())
+    try:
+        flags = setting_model_flags(row.setting) + row.flags()
+    except TableError as err:
+        return str(err)
+    return parser_error(row.arch, flags)
 
 
 def parser_error(arch: str, flags: Sequence[str]) -> Optional[str]:
@@ -130,103 +106,37 @@ class RowPlan:
     data_bin: Path
     train: List[str]
     evaluate: List[str]
+    metric: str
+
+    @property
+    def eval_dir(self) -> Path:
+        return self.run_dir / f"eval-{self.row.split}"
 
     @property
     def scores(self) -> Path:
-        return self.run_dir / "eval" / "scores.json"
+        return self.eval_dir / "scores.json"
 
 
 def plan_row(row: Row, tables: Dict, work: Path, data_root: Path, launcher: List[str]) -> RowPlan:
-    decoding = tables["decoding"][row.benchmark]
+    evaluation = evaluation_of(tables, row.setting)
     run_dir = work / row.paper / f"table{row.table}" / row.id
-    data_bin = data_root / decoding["data"] / "data-bin"
-    train = ["bash", str(SCRIPTS / "train.sh"), row.benchmark, row.arch, "--data", str(data_bin),
+    data_bin = data_root / evaluation.data / "data-bin"
+    train = ["bash", str(SCRIPTS / "train.sh"), row.setting, row.arch, "--data", str(data_bin),
              "--save-dir", str(run_dir / "checkpoints"), *launcher, *row.overrides]
     evaluate = ["bash", str(SCRIPTS / "evaluate.sh"), str(run_dir / "checkpoints"), str(data_bin),
-                "--beam", str(decoding["beam"]), "--lenpen", str(decoding["lenpen"]),
-                "--compound-split" if decoding.get("compound_split") else "--no-compound-split",
-                "--out", str(run_dir / "eval")]
-    if int(decoding["avg_last"]) > 1:
-        evaluate += ["--avg-last", str(decoding["avg_last"]), "--avg-updates"]
-    else:
-        evaluate += ["--checkpoint", "checkpoint_best.pt"]
+                *evaluation.evaluate_flags(row.split), "--out", str(run_dir / f"eval-{row.split}")]
     if row.baseline:
-        evaluate += ["--baseline-hyp", str(run_dir.parent / row.baseline / "eval")]
-    return RowPlan(row, run_dir, data_bin, train, evaluate)
+        evaluate += ["--baseline-hyp", str(run_dir.parent / row.baseline / f"eval-{row.split}")]
+    return RowPlan(row, run_dir, data_bin, train, evaluate, evaluation.metric)
 
 
 def read_scores(path: Path) -> Dict:
+    import json
+
     if not path.exists():
         return {}
-    with open(path) as handle:
+    with open(path, encoding="utf-8") as handle:
         return json.load(handle)
-
-
-def bleu_of(scores: Dict, tokenized: bool = True) -> Optional[float]:
-    """Tokenized BLEU (as the papers report it) or sacreBLEU from evaluate.sh's scores.json."""
-    entry = scores.get("tokenized_bleu" if tokenized else "sacrebleu") or {}
-    return entry.get("score")
-
-
-def significance_of(scores: Dict, tokenized: bool = True) -> str:
-    """The paper's arrow (evaluate.sh's paired bootstrap against the row's baseline)."""
-    test = (scores.get("significance") or {}).get("tokenized_bleu" if tokenized else "sacrebleu") or {}
-    return f" {test['mark']}" if test.get("mark") else ""
-
-
-def fmt(value: Optional[float], digits: int = 2) -> str:
-    return "n/a" if value is None else f"{value:.{digits}f}"
-
-
-def markdown(tables: Dict, rows: List[Row], plans: Dict[str, RowPlan], missing: Dict[str, str],
-             failed: Optional[Dict[str, str]] = None) -> str:
-    row0 = rows[0]
-    spec = tables["papers"][row0.paper]["tables"][row0.table]
-    lines = [
-        f"## {row0.paper} Table {row0.table}: {spec['caption']}",
-        "",
-        tables["papers"][row0.paper]["citation"],
-        "",
-        f"| Row | Architecture | BLEU (ours) | BLEU (paper) | Params M (ours) | Params M (paper) "
-        f"| Train wps (ours) | Speed vs baseline (ours) | Speed (paper: {spec.get('speed_unit', 'n/a')}) | Status |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    ours: Dict[str, Dict] = {}
-    for row in rows:
-        if row.id in plans:
-            plan = plans[row.id]
-            run = stats(plan.run_dir / "checkpoints")
-            run.update(scores=read_scores(plan.scores))
-            ours[row.id] = run
-    for row in rows:
-        run = ours.get(row.id, {})
-        scores = run.get("scores") or {}
-        tokenized = bool(tables["decoding"].get(row.benchmark or "", {}).get("tokenized_bleu", True))
-        bleu = bleu_of(scores, tokenized)
-        params = run.get("params")
-        wps = run.get("train_wps")
-        base_wps = ours.get(row.baseline or "", {}).get("train_wps")
-        ratio = wps / base_wps if wps and base_wps else (1.0 if wps and not row.baseline else None)
-        if row.id in missing:
-            status = f"missing: {missing[row.id]}"
-        elif scores:
-            status = "done"
-        elif failed and row.id in failed:
-            status = f"failed: {failed[row.id]}"
-        elif (plans[row.id].run_dir / "checkpoints" / "checkpoint_last.pt").exists():
-            status = "training/evaluation incomplete"
-        else:
-            status = "not run"
-        pub = row.published
-        lines.append(
-            f"| {row.label} | {row.arch or '-'} | {fmt(bleu)}{significance_of(scores, tokenized)} | {fmt(pub.get('bleu'))} "
-            f"| {fmt(params / 1e6 if params else None, 1)} | {fmt(pub.get('params'), 0)} | {fmt(wps, 0)} "
-            f"| {fmt(ratio)} | {fmt(pub.get('speed'))} | {status} |"
-        )
-    lines += ["", "BLEU (ours): from scripts/evaluate.sh, tokenized BLEU where the paper reports it (sacreBLEU "
-              "otherwise); ↑ / ⇑: better than the row's baseline with p < 0.05 / 0.01 (paired bootstrap). Train wps: target tokens per second during training "
-              "(fairseq's wps). n/a: not available."]
-    return "\n".join(lines) + "\n"
 
 
 def run(command: List[str]) -> int:
@@ -234,53 +144,115 @@ def run(command: List[str]) -> int:
     return subprocess.call(command)
 
 
-def main(argv: Sequence[str]) -> int:
+def baseline_first(plans: List[RowPlan]) -> List[RowPlan]:
+    """Rows in an order where every row's baseline is trained and scored before it."""
+    ids = {plan.row.id: plan for plan in plans}
+
+    def depth(plan: RowPlan, seen: int = 0) -> int:
+        base = ids.get(plan.row.baseline or "")
+        return 0 if base is None or seen > len(ids) else 1 + depth(base, seen + 1)
+
+    return sorted(plans, key=depth)
+
+
+def status_of(plan: Optional[RowPlan], reason: Optional[str], failed: Dict[str, str], row: Row) -> str:
+    if reason:
+        return reason
+    assert plan is not None
+    if plan.scores.exists():
+        return "done"
+    if row.id in failed:
+        return f"failed: {failed[row.id]}"
+    if (plan.run_dir / "checkpoints" / "checkpoint_last.pt").exists():
+        return "training/evaluation incomplete"
+    return "not run"
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="scripts/reproduce.sh", description=__doc__.split("\n\n")[0])
     parser.add_argument("paper", help="yang2018, yang2019, xu2019, nguyen2020 or fan2021")
     parser.add_argument("table", help="table number, e.g. 1")
-    parser.add_argument("--dry-run", action="store_true", help="print every command; run nothing")
-    parser.add_argument("--gpus", type=int, default=0, help="GPUs per node for training (0: CPU)")
+    parser.add_argument("--dry-run", action="store_true", help="print every command; run and write nothing")
+    parser.add_argument("--rows", help="comma-separated row ids to run (default: all); the table lists them all")
+    parser.add_argument("--gpus", "--gpus-per-node", type=int, default=0, help="GPUs per node for training (0: CPU)")
     parser.add_argument("--cpu-procs", type=int, default=1, help="CPU training processes when --gpus is 0")
-    parser.add_argument("--max-tokens", type=int, help="tokens per device and step (default: the benchmark's)")
+    parser.add_argument("--max-tokens", type=int, help="tokens per device and step (default: the setting's)")
     parser.add_argument("--work", default="runs", help="where runs and results go [runs]")
     parser.add_argument("--data-root", default="runs/data",
                         help="directory holding <dataset>/data-bin, i.e. data-prep/prepare-*.sh --out "
                         "DATA_ROOT/<dataset> [runs/data]")
-    parser.add_argument("--rows", help="comma-separated row ids to run (default: all)")
-    args = parser.parse_args(argv)
+    parser.add_argument("--train-args", default="",
+                        help="extra Hydra overrides for every row's training, one quoted string "
+                        "(e.g. 'optimization.max_update=100' for a smoke run)")
+    parser.add_argument("--eval-args", default="", help="extra scripts/evaluate.sh options, one quoted string")
+    parser.add_argument("--tables", type=Path, default=TABLES_FILE,
+                        help="the tables file, e.g. tables of your own in the same format [%(default)s]")
+    from .cluster_tables import add_arguments as add_cluster_arguments  # --slurm ... (docs/cluster.md)
 
-    tables = load_tables()
-    rows = table_rows(tables, args.paper, str(args.table))
+    add_cluster_arguments(parser)
+    return parser
+
+
+def main(argv: Sequence[str]) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not args.tables.is_file():
+        parser.error(f"--tables {args.tables}: no such file")
+    tables = load_tables(args.tables)
+    try:
+        spec = table_spec(tables, args.paper, str(args.table))
+        rows = table_rows(tables, args.paper, str(args.table))
+    except TableError as err:
+        parser.error(str(err))
+    selected = rows
     if args.rows:
-        wanted = set(args.rows.split(","))
-        unknown = wanted - {r.id for r in rows}
+        wanted = [r for r in args.rows.split(",") if r]
+        unknown = sorted(set(wanted) - {r.id for r in rows})
         if unknown:
-            parser.error(f"unknown row id(s): {', '.join(sorted(unknown))}")
-        rows = [r for r in rows if r.id in wanted]
+            parser.error(f"unknown row id(s): {', '.join(unknown)}; the table's rows: {', '.join(r.id for r in rows)}")
+        selected = [r for r in rows if r.id in wanted]
     work, data_root = Path(args.work).resolve(), Path(args.data_root).resolve()
     launcher = (["--gpus", str(args.gpus)] if args.gpus else ["--cpu-procs", str(args.cpu_procs)]) + \
         (["--max-tokens", str(args.max_tokens)] if args.max_tokens else [])
 
-    missing: Dict[str, str] = {}
+    reasons: Dict[str, str] = {}
     plans: Dict[str, RowPlan] = {}
     for row in rows:
-        reason = missing_reason(row)
+        reason = missing_reason(row, tables)
         if reason:
-            missing[row.id] = reason
+            reasons[row.id] = reason
         else:
-            plans[row.id] = plan_row(row, tables, work, data_root, launcher)
+            plan = plan_row(row, tables, work, data_root, launcher)
+            plan.train += shlex.split(args.train_args)
+            plan.evaluate += shlex.split(args.eval_args)
+            plans[row.id] = plan
+    for plan in plans.values():
+        if plan.row.baseline and plan.row.baseline not in plans:  # a baseline that is not trained (yet)
+            cut = plan.evaluate.index("--baseline-hyp")
+            del plan.evaluate[cut:cut + 2]
 
-    print(f"{args.paper} Table {args.table}: {len(rows)} rows, {len(plans)} runnable, {len(missing)} missing")
-    for row in rows:
-        if row.id in missing:
-            print(f"MISSING {row.id} ({row.label}): {missing[row.id]}")
+    title = f"{args.paper} Table {args.table}: {spec['caption']}"
+    trained = [r for r in selected if r.id in plans]
+    print(f"{title}\n{len(selected)} rows, {len(trained)} trained, {len(selected) - len(trained)} not trained "
+          f"({spec['split']} split)")
+    for row in selected:
+        if row.id in reasons:
+            kind = "PUBLISHED-ONLY" if row.quoted else ("PENDING" if row.pending else "MISSING")
+            print(f"{kind} {row.id} ({row.name}): {reasons[row.id]}")
+
     failed: Dict[str, str] = {}
-    # baselines first, so that the significance test of every other row finds their translations
-    order = sorted(plans.values(), key=lambda p: p.row.baseline is not None)
-    for plan in order:
+    # cluster runs (docs/cluster.md): --slurm submits the rows as jobs; a work dir with submitted jobs is collected
+    from .cluster_tables import cluster_table
+
+    cluster_status = cluster_table(args, work, [plans[r.id] for r in trained], failed)
+    if cluster_status is not None:
+        if args.dry_run:
+            return 0
+        trained = []  # submitted to or collected from the cluster: nothing trains on this machine
+    for plan in baseline_first([plans[r.id] for r in trained]):
         row = plan.row
         if args.dry_run:
-            print(f"ROW {row.id} ({row.label})")
+            print(f"ROW {row.id} ({row.name})")
             print("  " + " ".join(shlex.quote(c) for c in plan.train))
             print("  " + " ".join(shlex.quote(c) for c in plan.evaluate))
             continue
@@ -291,24 +263,44 @@ def main(argv: Sequence[str]) -> int:
             failed[row.id] = f"no binarized data in {plan.data_bin} (run data-prep/ first)"
             print(f"FAILED {row.id}: {failed[row.id]}")
             continue
+        evaluate = list(plan.evaluate)
+        base_plan = plans.get(row.baseline or "")
+        if base_plan is not None and not (base_plan.eval_dir / "hyp.tok.txt").exists():
+            cut = evaluate.index("--baseline-hyp")
+            del evaluate[cut:cut + 2]
+            print(f"NOTE {row.id}: baseline {row.baseline} has no translations yet; no significance test")
         plan.run_dir.mkdir(parents=True, exist_ok=True)
         if run(plan.train) != 0:
             failed[row.id] = f"training failed (see {plan.run_dir / 'checkpoints' / 'hydra_train.log'}); rerun to resume"
-        elif run(plan.evaluate) != 0:
+        elif run(evaluate) != 0:
             failed[row.id] = "evaluation failed; rerun to retry"
         if row.id in failed:
             print(f"FAILED {row.id}: {failed[row.id]}")
     if args.dry_run:
         return 0
-    table_md = markdown(tables, rows, plans, missing, failed)
-    out = work / args.paper / f"table{args.table}.md"
+
+    runs = {}
+    for row_id, plan in plans.items():
+        run_stats = stats(plan.run_dir / "checkpoints")
+        run_stats["scores"] = read_scores(plan.scores)
+        runs[row_id] = run_stats
+    status = {row.id: status_of(plans.get(row.id), reasons.get(row.id), failed, row) for row in rows}
+    status.update(cluster_status or {})
+    metrics = {row_id: plan.metric for row_id, plan in plans.items()}
+    records = report.row_results(selected, runs, status, metrics)
+    citation = tables["papers"][args.paper]["citation"]
+    out = work / args.paper / f"table{args.table}"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(table_md)
+    table_md = report.markdown(title, citation, records)
+    out.with_suffix(".md").write_text(table_md, encoding="utf-8")
+    out.with_suffix(".csv").write_text(report.to_csv(records), encoding="utf-8")
+    out.with_suffix(".json").write_text(report.to_json(title, citation, records), encoding="utf-8")
     print(table_md)
-    print(f"written to {out}")
+    print(f"written to {out}.md, .csv and .json")
     return 1 if failed else 0
 
 
 def console_main() -> int:
     """``fairseq-localness-reproduce`` entry point."""
     return main(sys.argv[1:])
+

@@ -73,9 +73,15 @@ def progress_main(argv: Sequence[str]) -> int:
 
 def compare_main(argv: Sequence[str]) -> int:
     """Side-by-side markdown table of runs: NAME=SAVE_DIR:EVAL_DIR ... (the first is the baseline)."""
-    out, specs = Path(argv[0]), argv[1:]
+    parser = argparse.ArgumentParser(prog="launch.py compare", description=compare_main.__doc__)
+    parser.add_argument("out", help="markdown file to write (also printed)")
+    parser.add_argument("runs", nargs="+", metavar="NAME=SAVE_DIR:EVAL_DIR", help="runs to compare; the first is the baseline")
+    args = parser.parse_args(argv)
+    out = Path(args.out)
     rows = []
-    for spec in specs:
+    for spec in args.runs:
+        if "=" not in spec or ":" not in spec.split("=", 1)[1]:
+            parser.error(f"expected NAME=SAVE_DIR:EVAL_DIR, got {spec!r}")
         name, dirs = spec.split("=", 1)
         save_dir, eval_dir = dirs.split(":", 1)
         run = stats(Path(save_dir))

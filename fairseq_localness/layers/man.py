@@ -53,6 +53,8 @@ SUBLAYER_KINDS = ATTENTION_KINDS + ("ffn",)
 #: Table 3 (collaboration orders) and Table 4 (static masks)
 PAPER_ORDERS = ("dman,san,ffn", "ffn,san,ffn", "san,san,ffn", "dman,dman,ffn", "san,dman,ffn", "sman,san,ffn")
 SIZE_SETTINGS = ("released", "paper")
+#: layer-norm placement of every MAN sub-layer: "pre" H + f(LN(H)), "post" LN(H + f(H))
+NORM_SETTINGS = ("pre", "post")
 
 def parse_order(text: Any, flag: str) -> Tuple[str, ...]:
     """'dman,san,ffn' -> ('dman', 'san', 'ffn'): [first,] attention, ffn."""
@@ -88,8 +90,14 @@ MAN_FLAGS = {
                   "FFN inner dim = 2 x hidden and the MAN order in the decoder too. Base and big: identical"),
     "man_attention_relu": (parse_bool, "BOOL", "ReLU on every attention output before its output projection "
                            "(the authors' code; makes an M = I sub-layer exactly an FFN); paper: false"),
+    "man_norm": (str, "PLACEMENT", "layer norm of every sub-layer, encoder and decoder: pre, H + f(LN(H)) and a "
+                 "final LN after each stack (the authors' released man_iwslt_de_en / man_wmt_en_de_base / "
+                 "man_wmt_en_de_big set --encoder/decoder-normalize-before; the paper does not say), or post, "
+                 "LN(H + f(H)) (Vaswani et al.'s placement; learns far slower with the extra sub-layer, "
+                 "see docs/dman.md)"),
 }
-MAN_DEFAULTS = {"man_encoder_order": "dman,san,ffn", "man_sizes": "released", "man_attention_relu": False}
+MAN_DEFAULTS = {"man_encoder_order": "dman,san,ffn", "man_sizes": "released", "man_attention_relu": False, "man_norm": "pre"}
+FLAG_CHOICES = {"man_sizes": SIZE_SETTINGS, "man_norm": NORM_SETTINGS}
 
 
 def add_man_args(parser: argparse.ArgumentParser) -> None:
@@ -97,7 +105,7 @@ def add_man_args(parser: argparse.ArgumentParser) -> None:
         default = f" (default: {MAN_DEFAULTS[attr]})" if attr in MAN_DEFAULTS else ""
         parser.add_argument(
             "--" + attr.replace("_", "-"), type=kind, metavar=metavar,
-            choices=SIZE_SETTINGS if attr == "man_sizes" else None, help=text + default,
+            choices=FLAG_CHOICES.get(attr), help=text + default,
         )
 
 
@@ -108,6 +116,21 @@ def man_base_architecture(args) -> None:
             setattr(args, attr, value)
     if getattr(args, "man_decoder_order", None) is None:
         args.man_decoder_order = args.man_encoder_order
+    apply_man_norm(args)
+
+
+def apply_man_norm(args) -> None:
+    """--man-norm as fairseq's --encoder/decoder-normalize-before (which also add the final LN of each stack)."""
+    norm = getattr(args, "man_norm", None) or MAN_DEFAULTS["man_norm"]
+    if norm not in NORM_SETTINGS:
+        raise LocalityConfigError(f"--man-norm: {norm!r} is not one of {', '.join(NORM_SETTINGS)}")
+    if norm == "post":
+        given = [flag for flag in ("encoder_normalize_before", "decoder_normalize_before") if getattr(args, flag, False)]
+        if given:
+            raise LocalityConfigError(
+                f"--man-norm post contradicts --{given[0].replace('_', '-')}: drop one (pre-norm is --man-norm pre)"
+            )
+    args.encoder_normalize_before = args.decoder_normalize_before = norm == "pre"
 
 
 def read_man_options(args) -> MANOptions:

@@ -19,7 +19,14 @@ Bi_Direct -- Shen et al. (2018a), "DiSAN: Directional Self-Attention Network", A
     out, which would leave the first/last token of a head with no key at all
     in a Transformer layer without DiSAN's fusion gate).
 
-Local_Soft is the ``gaussian`` method (Yang et al. 2018), Rel_Pos is ``relpos``.
+Local_Soft is the ``gaussian`` method (Yang et al. 2018), Rel_Pos is ``relpos``; Block and Cnns are
+``methods/block.py`` and ``methods/cnns.py``.
+
+Parameter counts against the tables (Transformer-Base, lower three encoder layers; docs/baselines.md
+lists every guess we tried): Neighbor adds 8 scalars per layer where Yang et al. (2019) Table 1 and
+Xu et al. (2019) Table 1 print +0.4M, which no per-head width reaches; Local_Hard adds W_p and v_p,
+0.80M, where both print +0.4M (Local_Soft, the same network plus U_d, prints +0.8M and counts 0.81M).
+Neither paper states a smaller prediction network, so both keep their original papers' form.
 """
 
 from __future__ import annotations
@@ -71,10 +78,11 @@ class Neighbor(LocalityMethod):
         self.log_window = nn.Parameter(torch.full((spec.num_heads if options.per_head else 1,), math.log(options.window_init)))
 
     def logit_bias(self, ctx) -> Tensor:
-        center = ctx.query_positions.unsqueeze(1).to(ctx.q.dtype)  # (B, 1, T): P_i = i
-        window = self.log_window.exp().to(ctx.q.dtype).view(1, -1, 1)  # (1, H or 1, 1)
+        # float32 (see gaussian_bias): half precision rounds positions and overflows the squares
+        center = ctx.query_positions.unsqueeze(1).float()  # (B, 1, T): P_i = i
+        window = self.log_window.float().exp().view(1, -1, 1)  # (1, H or 1, 1)
         center, window = torch.broadcast_tensors(center, window)
-        return gaussian_bias(ctx.key_positions, center, window, large_negative(ctx.q.dtype))
+        return gaussian_bias(ctx.key_positions, center, window, large_negative(ctx.q.dtype), dtype=ctx.q.dtype)
 
 
 GAUSSIAN_MODES = ("multiply", "bias")
@@ -118,20 +126,21 @@ class LocalHard(LocalityMethod):
         return ctx.memo(self, "center", lambda: self._center(ctx))
 
     def _center(self, ctx) -> Tensor:
-        length = ctx.visible_lengths.unsqueeze(-1)  # I, (B, T, 1)
-        center = length * torch.sigmoid(self.v_p(torch.tanh(self.w_p(ctx.query_proj))))
+        length = ctx.visible_lengths.unsqueeze(-1)  # I, (B, T, 1), float32: exact positions in half precision
+        center = length * torch.sigmoid(self.v_p(torch.tanh(self.w_p(ctx.query_proj))).float())
         ctx.record("localhard_center", center)
         return center.transpose(1, 2)
 
     def _gaussian(self, ctx, center: Tensor) -> Tensor:
         window = torch.full_like(center, self.options.window)
-        return gaussian_bias(ctx.key_positions, center, window, large_negative(ctx.q.dtype))
+        return gaussian_bias(ctx.key_positions, center, window, large_negative(ctx.q.dtype), dtype=ctx.q.dtype)
 
     def logit_bias(self, ctx) -> Tensor:
-        center = self.center(ctx)
-        distance = ctx.key_positions[:, None, None, :].to(center.dtype) - center.unsqueeze(-1)
+        center = self.center(ctx)  # float32
+        distance = ctx.key_positions[:, None, None, :].float() - center.unsqueeze(-1)
         outside = distance.abs() > self.options.window
-        bias = torch.zeros_like(distance).masked_fill(outside, float("-inf"))  # the hard window
+        bias = torch.zeros(outside.shape, dtype=ctx.q.dtype, device=outside.device)
+        bias = bias.masked_fill(outside, float("-inf"))  # the hard window
         if self.options.gaussian == "bias":
             bias = bias + self._gaussian(ctx, center)
         return bias

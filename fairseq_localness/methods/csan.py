@@ -30,7 +30,8 @@ Two computations give the same result:
   weighted sum cost O(T (c + M)) rather than O(T S) in time and memory.
 
 ``--csan*-implementation auto`` picks banded from ``banded-min-length`` keys
-on (see README.md, "Window-based locality" for the measured crossover). Padding must sit
+on (see docs/methods/yang2019-csan.md for the measured crossover; on CUDA ``auto``
+runs the dense band through the core's fused attention, ``LocalityAttention.uses_kernel``). Padding must sit
 at either end of a sentence (fairseq's left-padded sources, right-padded
 targets): the banded layout counts distance in buffer positions.
 """

@@ -4,12 +4,12 @@ Equation numbers refer to the paper:
 
     ATT(Q, K) = softmax(energy + G)                                  (Eq. 4)
     G_ij = -(j - P_i)^2 / (2 sigma_i^2),  sigma_i = D_i / 2          (Eq. 5)
-    [P_i; D_i] = I * sigmoid([p_i; z_i])                             (Eq. 6-7)
-    p_i = U_p^T tanh(W_p Q_i)                                        (Eq. 8)
+    [P_i; D_i] = I * sigmoid([p_i; z_i])                             (Eq. 6)
+    p_i = U_p^T tanh(W_p Q_i)                                        (Eq. 7)
     window:  query-specific  z_i = U_d^T tanh(W_p Q_i)               (Eq. 9, shares W_p)
-             layer-specific  z   = U_d^T tanh(W_d K_bar)             (Eq. 9, mean key)
-             fixed           D   = 10
-             head-specific   D_m = N * sigmoid(z_m), N = 50
+             layer-specific  z   = U_d^T tanh(W_d K_bar)             (Eq. 8, mean key)
+             fixed           D   = 10                                (Sec. 3.3)
+             head-specific   D_m = N * sigmoid(z_m), N = 50          (Eq. 11, Sec. 5.1)
     multi-head: U_p, U_d have one column per head                   (Eq. 10)
 
 I is the real (unpadded) sentence length: the source length in encoder and
@@ -55,15 +55,19 @@ class GaussianOptions(MethodOptions):
             raise LocalityConfigError(f"--{method}-head-window-max must be > 0, got {self.head_window_max}")
 
 
-def gaussian_bias(key_positions: Tensor, center: Tensor, window: Tensor, floor: float) -> Tensor:
+def gaussian_bias(key_positions: Tensor, center: Tensor, window: Tensor, floor: float, dtype=None) -> Tensor:
     """G_ij = -(j - P_i)^2 / (2 sigma_i^2) with sigma = D / 2 (Eq. 5).
 
-    key_positions (B, S); center and window (B, H, T) -> (B, H, T, S), clamped
-    at ``floor`` so that a tiny window cannot overflow to -inf.
+    key_positions (B, S); center and window (B, H, T) -> (B, H, T, S) in
+    ``dtype`` (default: the centre's), clamped at ``floor`` so that a tiny
+    window cannot overflow to -inf. Computed in float32 whatever the model's
+    dtype: in float16 a distance of 256 squared, or 2 sigma^2 for a window
+    above ~362, overflows (and the clamp turns 0 * inf into NaN gradients),
+    and bfloat16 rounds positions above 256.
     """
-    sigma = (window / 2).clamp_min(1e-4).unsqueeze(-1)
-    distance = key_positions[:, None, None, :].to(center.dtype) - center.unsqueeze(-1)
-    return (-(distance**2) / (2 * sigma**2)).clamp_min(floor)
+    sigma = (window.float() / 2).clamp_min(1e-4).unsqueeze(-1)
+    distance = key_positions[:, None, None, :].float() - center.float().unsqueeze(-1)
+    return (-(distance**2) / (2 * sigma**2)).clamp_min(floor).to(dtype or center.dtype)
 
 
 @register_locality_method("gaussian")
@@ -75,12 +79,12 @@ class GaussianLocalness(LocalityMethod):
     def __init__(self, options: GaussianOptions, spec):
         super().__init__(options, spec)
         dim, heads = spec.embed_dim, spec.num_heads
-        self.w_p = BiasFreeLinear(dim, dim)  # W_p, Eq. 8
+        self.w_p = BiasFreeLinear(dim, dim)  # W_p, Eq. 7
         self.u_p = BiasFreeLinear(dim, heads)  # U_p, one column per head (Eq. 10)
         if options.window in ("query", "layer"):
-            self.u_d = BiasFreeLinear(dim, heads)  # U_d, Eq. 9
+            self.u_d = BiasFreeLinear(dim, heads)  # U_d, Eq. 8-9
         if options.window == "layer":
-            self.w_d = BiasFreeLinear(dim, dim)  # W_d, Eq. 9
+            self.w_d = BiasFreeLinear(dim, dim)  # W_d, Eq. 8
         if options.window == "head":
             self.z = nn.Parameter(torch.zeros(heads))  # z_m, one scalar per head
         for module in (self.w_p, self.u_p, getattr(self, "u_d", None), getattr(self, "w_d", None)):
@@ -89,24 +93,26 @@ class GaussianLocalness(LocalityMethod):
 
     def logit_bias(self, ctx) -> Tensor:
         hidden = torch.tanh(self.w_p(ctx.query_proj))  # (B, T, C)
-        length = ctx.visible_lengths.unsqueeze(-1)  # I, (B, T, 1)
-        center = length * torch.sigmoid(self.u_p(hidden))  # P = I * sigmoid(p), Eq. 6
+        length = ctx.visible_lengths.unsqueeze(-1)  # I, (B, T, 1), float32
+        # P and D in float32 (see gaussian_bias): a half-precision centre above 256 would be rounded
+        center = length * torch.sigmoid(self.u_p(hidden).float())  # P = I * sigmoid(p), Eq. 6
         window = self._window(ctx, hidden, length)
         ctx.record("gaussian_center", center)
         ctx.record("gaussian_window", window)
         return gaussian_bias(
-            ctx.key_positions, center.transpose(1, 2), window.transpose(1, 2), large_negative(ctx.q.dtype)
+            ctx.key_positions, center.transpose(1, 2), window.transpose(1, 2), large_negative(ctx.q.dtype),
+            dtype=ctx.q.dtype,
         )
 
     def _window(self, ctx, hidden: Tensor, length: Tensor) -> Tensor:
-        """D of shape broadcastable to (B, T, H)."""
+        """D of shape broadcastable to (B, T, H), float32."""
         strategy = self.options.window
         if strategy == "query":
-            return length * torch.sigmoid(self.u_d(hidden))  # Eq. 7 with Eq. 9 (query)
+            return length * torch.sigmoid(self.u_d(hidden).float())  # D = I * sigmoid(z), Eq. 6 with Eq. 9 (query)
         if strategy == "layer":
-            return length * torch.sigmoid(self.u_d(torch.tanh(self.w_d(self._mean_key(ctx)))))
+            return length * torch.sigmoid(self.u_d(torch.tanh(self.w_d(self._mean_key(ctx)))).float())
         if strategy == "head":
-            return (self.options.head_window_max * torch.sigmoid(self.z)).expand(*length.shape[:2], -1)
+            return (self.options.head_window_max * torch.sigmoid(self.z.float())).expand(*length.shape[:2], -1)
         return torch.full_like(length, self.options.fixed_window).expand(-1, -1, self.spec.num_heads)
 
     @staticmethod
@@ -117,4 +123,4 @@ class GaussianLocalness(LocalityMethod):
             total = keys.sum(dim=1, keepdim=True)
             return (total / ctx.key_lengths.view(-1, 1, 1).clamp_min(1).to(keys.dtype)).expand(-1, ctx.tgt_len, -1)
         running = keys.cumsum(dim=1)[:, -ctx.tgt_len :]  # the queries are the last T keys
-        return running / ctx.visible_lengths.unsqueeze(-1)
+        return running / ctx.visible_lengths.unsqueeze(-1).to(running.dtype)

@@ -13,8 +13,14 @@ Options beyond the paper's equations:
 * ``--hybrid-gate-input query`` computes the gate from the query projection
   Q_i, and ``--hybrid-gate-per-head`` gives every head its own gate (both as
   in the authors' code);
-* ``--hybrid-combine concat`` projects the concatenated patterns,
-  O_i = W_c [O^G_i; O^L_i] (Table 1 "HYBRID (Concate)");
+* ``--hybrid-combine concat`` concatenates the patterns (Table 1 "HYBRID (Concate)"). By default
+  (``--hybrid-concat-into output``) the layer's output projection reads both,
+  W_O [O^G_i; O^L_i] = W_O (O^G_i + W_c O^L_i) with one new C x C matrix W_c: in the authors'
+  THUMT code the output transform is sized from its input, so concatenating the heads' outputs
+  widens it from C x C to 2C x C (+C^2 per layer). ``--hybrid-concat-into projection`` adds a
+  projection of its own, O_i = W_c [O^G_i; O^L_i] with W_c 2C x C, before W_O (+2C^2 per layer).
+  Table 1 prints +0.3M: C^2 in one layer (0.26M, the authors' code's default ``layers=1``); the
+  paper's two layers give 0.52M (output) or 1.05M (projection), see docs/baselines.md;
 * ``--hybrid-combine local`` keeps the local pattern only (Table 1 "LOCAL
   PATTERN"); plain attention is the global pattern alone.
 
@@ -39,6 +45,7 @@ from ..attention.registry import (
 )
 
 COMBINATIONS = ("gate", "concat", "local")
+CONCAT_TARGETS = ("output", "projection")
 GATE_INPUTS = ("input", "query")
 
 
@@ -58,6 +65,11 @@ class HybridOptions(MethodOptions):
                   "projection, the authors' code)", "choices": GATE_INPUTS},
     )
     gate_per_head: bool = field(default=False, metadata={"help": "one gate per head (the authors' code) instead of one per position"})
+    concat_into: str = field(
+        default="output",
+        metadata={"help": "concat only: output (the output projection reads [global; local], W_O (O^G + W_c O^L), "
+                  "+C^2) or projection (W_c [O^G; O^L] with W_c 2C x C before W_O, +2C^2)", "choices": CONCAT_TARGETS},
+    )
 
     def validate(self, method: str) -> None:
         super().validate(method)
@@ -81,7 +93,7 @@ class HybridLocalGlobal(LocalityMethod):
             self.gate_proj = BiasFreeLinear(dim, spec.num_heads if options.gate_per_head else 1)  # W_g, Eq. 5
             nn.init.xavier_uniform_(self.gate_proj.weight)
         elif options.combine == "concat":
-            self.concat_proj = BiasFreeLinear(2 * dim, dim)  # W_c
+            self.concat_proj = BiasFreeLinear(2 * dim if options.concat_into == "projection" else dim, dim)  # W_c
             nn.init.xavier_uniform_(self.concat_proj.weight)
 
     def local_band(self, ctx) -> Tensor:
@@ -108,6 +120,9 @@ class HybridLocalGlobal(LocalityMethod):
             g = g.transpose(1, 2).unsqueeze(-1).to(out.dtype)  # (B, 1 or H, T, 1)
             return (1 - g) * out + g * local  # Eq. 4
         batch, heads, length, head_dim = out.shape
+        if self.options.concat_into == "output":
+            mixed = out.transpose(1, 2).flatten(2) + self.concat_proj(local.transpose(1, 2).flatten(2))  # O^G + W_c O^L
+            return mixed.view(batch, length, heads, head_dim).transpose(1, 2)
         merged = torch.cat([out.transpose(1, 2).flatten(2), local.transpose(1, 2).flatten(2)], dim=-1)  # (B, T, 2C)
         mixed = self.concat_proj(merged)  # W_c [O^G; O^L], (B, T, C)
         return mixed.view(batch, length, heads, head_dim).transpose(1, 2)

@@ -8,7 +8,7 @@ Segmenters, picked by language unless ``--segmenter`` says otherwise:
   does not.  With the fix the IWSLT14 test set tokenises byte-identically to fairseq's.
 * ``jieba``   -- Chinese word segmentation (Yang et al. 2018 segment Chinese with jieba).
 * ``fugashi`` -- Japanese: MeCab through fugashi with the UniDic-lite dictionary.  The
-  papers used KyTea, whose model is not on PyPI; see README.md, "Data preparation and evaluation".
+  papers used KyTea, whose model is not on PyPI; see docs/data.md.
 
 Command line (several files per call, each with its own language)::
 

@@ -1,0 +1,335 @@
+"""``fairseq-localness-analyze NAME [options]``: the papers' analyses, regenerated from checkpoints or translations.
+
+Each analysis writes OUT/NAME.png (the figure), OUT/NAME.csv (the numbers behind it)
+and OUT/NAME.md (a markdown table); ``--overwrite`` replaces earlier outputs.
+``fairseq-localness-analyze list`` prints the analyses with the figure or table each reproduces.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+from ..paths import USER_DIR
+from .loading import AnalysisError, LoadedModel, PassOptions, load_checkpoint, parse_labelled
+from .output import Outputs
+
+
+@dataclass(frozen=True)
+class Analysis:
+    help: str
+    paper: str
+    needs_checkpoint: bool
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace, Outputs], Dict[str, str]]
+
+
+def _ints(text: str) -> List[int]:
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+
+
+def _labelled_files(values: Sequence[str], flag: str) -> Dict[str, str]:
+    named: Dict[str, str] = {}
+    for value in values:
+        label, path = parse_labelled(value)
+        if label is None:
+            raise AnalysisError(f"{flag} {value}: give NAME=FILE")
+        named[label] = path
+    return named
+
+
+def _models(args: argparse.Namespace, data_needed: bool = True) -> List[LoadedModel]:
+    if data_needed and not args.data:
+        raise AnalysisError(f"{args.analysis}: --data DATA_BIN (the binarised data directory) is required")
+    models = []
+    for value in args.checkpoint:
+        label, path = parse_labelled(value)
+        models.append(load_checkpoint(path, args.data, label, args.device, args.user_dir))
+    labels = [m.label for m in models]
+    if len(set(labels)) != len(labels):
+        raise AnalysisError(f"--checkpoint: two checkpoints are both labelled {labels}; name them LABEL=PATH")
+    return models
+
+
+def _pass(args: argparse.Namespace) -> PassOptions:
+    return PassOptions(split=args.split, max_tokens=args.max_tokens, batch_size=args.batch_size,
+                       max_sentences=args.max_sentences, quiet=args.quiet)
+
+
+# --- each analysis: arguments and run ----------------------------------------------------------------------------
+
+
+def _no_arguments(parser: argparse.ArgumentParser) -> None:
+    pass
+
+
+def _run_head_windows(args, out: Outputs):
+    from .windows import head_windows
+
+    table, fig = head_windows(_models(args, data_needed=False))
+    return out.write(args.name, table, fig)
+
+
+def _args_scopes(parser):
+    parser.add_argument("--attention", default="encoder", choices=("encoder", "decoder", "cross"), help="attention type")
+    parser.add_argument("--samples", type=int, default=2000, help="queries per layer in the scatter (all go to the histogram)")
+
+
+def _run_scopes(args, out: Outputs):
+    from .windows import collect_scopes, scopes_figure, scopes_tables
+
+    models = _models(args)
+    collected = {m.label: collect_scopes(m, _pass(args), args.attention, args.samples) for m in models}
+    summary, samples = scopes_tables(collected, args.attention)
+    return out.write(args.name, summary, scopes_figure(collected), extra_tables={"samples": samples})
+
+
+def _args_gate_layers(parser):
+    parser.add_argument("--attention", default="encoder", choices=("encoder", "decoder"), help="attention type")
+
+
+def _run_gate_layers(args, out: Outputs):
+    from .gates import gate_layers
+
+    table, fig = gate_layers(_models(args), _pass(args), args.attention)
+    return out.write(args.name, table, fig)
+
+
+def _args_gate_pos(parser):
+    parser.add_argument("--tags", help="file of POS tags: one line per source sentence of --split, one tag per word")
+    parser.add_argument("--tagger", help="spacy:MODEL -- tag --source-text with spaCy instead (written to OUT/NAME-tags.txt)")
+    parser.add_argument("--source-text", help="with --tagger: the tokenised source of --split before BPE, one line per sentence")
+    parser.add_argument("--layer", type=int, default=1, help="encoder layer (paper: 1)")
+    parser.add_argument("--bpe", default="auto", choices=("auto", "subword_nmt", "sentencepiece", "none"),
+                        help="how pieces join into words")
+
+
+def _run_gate_pos(args, out: Outputs):
+    import os
+
+    from .gates import gate_pos, spacy_tags
+    from .bleu import read_translations
+
+    tags = args.tags
+    if args.tagger:
+        kind, _, model = args.tagger.partition(":")
+        if kind != "spacy" or not model or not args.source_text:
+            raise AnalysisError("--tagger spacy:MODEL with --source-text FILE (e.g. --tagger spacy:en_core_web_sm)")
+        tags = os.path.join(out.directory, f"{args.name}-tags.txt")
+        out.check(args.name, [f"{args.name}-tags.txt"])
+        os.makedirs(out.directory, exist_ok=True)
+        with open(tags, "w", encoding="utf-8") as f:
+            f.writelines(" ".join(line) + "\n" for line in spacy_tags(read_translations(args.source_text), model))
+    if not tags:
+        raise AnalysisError("gate-pos: give --tags FILE (or --tagger spacy:MODEL --source-text FILE)")
+    table, fig = gate_pos(_models(args), _pass(args), tags, args.layer, args.bpe)
+    return out.write(args.name, table, fig)
+
+
+def _args_mass(parser):
+    parser.add_argument("--windows", type=_ints, default=[1, 2, 4], help="window sizes w (paper: 1,2,4)")
+    parser.add_argument("--layers", type=_ints, default=None, help="encoder layers (default: all; paper: 1,3,6)")
+
+
+def _run_mass(args, out: Outputs):
+    from .attention import mass_figure, mass_table
+
+    table = mass_table(_models(args), _pass(args), args.windows, args.layers)
+    return out.write(args.name, table, mass_figure(table))
+
+
+def _args_diffwin(parser):
+    parser.add_argument("--method", default="diffwin_enc", choices=("diffwin_enc", "diffwin_dec", "diffwin_cross"))
+    parser.add_argument("--sentences", type=_ints, default=[0], help="sentence ids of --split to draw (default: 0)")
+    parser.add_argument("--head", type=int, default=None, help="draw this head's mask (default: the mean over heads)")
+
+
+def _run_diffwin(args, out: Outputs):
+    from .windows import collect_soft_windows, soft_window_outputs
+
+    models = _models(args)
+    if len(models) != 1:
+        raise AnalysisError("diffwin-windows: give one --checkpoint")
+    windows = collect_soft_windows(models[0], _pass(args), args.method, args.sentences)
+    table, fig = soft_window_outputs(models[0].label, args.method, windows, args.head)
+    return out.write(args.name, table, fig)
+
+
+def _args_heatmap(parser):
+    parser.add_argument("--attention", default="encoder", choices=("encoder", "decoder", "cross"))
+    parser.add_argument("--layer", type=int, default=1, help="1-based layer")
+    parser.add_argument("--head", type=int, default=None, help="1-based head (default: the mean over heads)")
+    parser.add_argument("--sentence", type=int, default=0, help="sentence id in --split")
+
+
+def _run_heatmap(args, out: Outputs):
+    from .attention import attention_heatmap, heatmap_outputs
+
+    models = _models(args)
+    if len(models) != 1:
+        raise AnalysisError("attention-heatmap: give one --checkpoint")
+    found = attention_heatmap(models[0], _pass(args), args.attention, args.layer, args.sentence, args.head)
+    table, fig = heatmap_outputs(models[0].label, found, args.attention, args.layer, args.sentence, args.head)
+    return out.write(args.name, table, fig)
+
+
+def _args_ngram(parser):
+    parser.add_argument("--hyp", action="append", required=True, metavar="NAME=FILE", help="a system's translations (repeatable)")
+    parser.add_argument("--baseline", required=True, help="the baseline's translations")
+    parser.add_argument("--ref", required=True, help="references (plain text or fairseq-generate output's T- lines)")
+    parser.add_argument("--max-order", type=int, default=8, help="highest n-gram order (papers: 8)")
+    parser.add_argument("--tokenize", default="13a", help="sacreBLEU tokenizer (13a, zh, intl, none for tokenised text, ...)")
+
+
+def _run_ngram(args, out: Outputs):
+    from .bleu import ngram_gap
+
+    table, fig = ngram_gap(_labelled_files(args.hyp, "--hyp"), args.baseline, args.ref, args.max_order, args.tokenize)
+    return out.write(args.name, table, fig)
+
+
+def _args_length(parser):
+    parser.add_argument("--hyp", action="append", required=True, metavar="NAME=FILE", help="a system's translations (repeatable)")
+    parser.add_argument("--ref", required=True)
+    parser.add_argument("--source", help="source sentences, for source-length buckets (default: reference length)")
+    parser.add_argument("--buckets", type=_ints, default=[10, 20, 30, 40, 50], help="upper bucket edges in words")
+    parser.add_argument("--tokenize", default="13a", help="sacreBLEU tokenizer")
+
+
+def _run_length(args, out: Outputs):
+    from .bleu import length_buckets
+
+    table, fig = length_buckets(_labelled_files(args.hyp, "--hyp"), args.ref, args.source, args.buckets, args.tokenize)
+    return out.write(args.name, table, fig)
+
+
+def _args_sweep(parser):
+    parser.add_argument("--run", action="append", required=True, metavar="[SERIES:]X=RUN",
+                        help="a run's swept value X and its directory (or scores.json), e.g. 'M:11=runs/csan1d-m11' (repeatable)")
+    parser.add_argument("--x-label", default="window size M", help="x axis label")
+    parser.add_argument("--metric", default="sacrebleu", choices=("sacrebleu", "tokenized_bleu"))
+
+
+def _sweep_points(args) -> List[Tuple[str, float, str]]:
+    points = []
+    for value in args.run:
+        key, sep, path = value.partition("=")
+        series, _, x = key.rpartition(":")
+        try:
+            points.append((series or "sweep", float(x), path))
+        except ValueError:
+            raise AnalysisError(f"--run {value}: give [SERIES:]X=RUN with a number X") from None
+        if not sep:
+            raise AnalysisError(f"--run {value}: give [SERIES:]X=RUN")
+    return points
+
+
+def _run_sweep(args, out: Outputs):
+    from .bleu import sweep
+
+    table, fig = sweep(_sweep_points(args), args.x_label, args.metric,
+                       caption="Yang et al. (2019) Figure 2: BLEU against the 1D window M and the number of 2D heads N.")
+    return out.write(args.name, table, fig)
+
+
+def _args_hybrid_sweep(parser):
+    _args_sweep(parser)
+    parser.set_defaults(x_label="local window m")
+    parser.add_argument("--checkpoint-name", default="checkpoint_best.pt", help="the checkpoint in each run directory for the gate")
+
+
+def _run_hybrid_sweep(args, out: Outputs):
+    import os
+
+    from .bleu import sweep
+    from .gates import mean_gate_by_layer
+
+    points = _sweep_points(args)
+    gates = {}
+    for _, x, path in points:
+        checkpoint = os.path.join(path, args.checkpoint_name)
+        loaded = load_checkpoint(checkpoint, args.data, f"m={x:g}", args.device, args.user_dir)
+        by_layer = mean_gate_by_layer(loaded, _pass(args))
+        total = sum(count for _, count in by_layer.values())
+        gates[path] = sum(mean * count for mean, count in by_layer.values()) / max(total, 1)
+    table, fig = sweep(points, args.x_label, args.metric, gates,
+                       caption="Xu et al. (2019) Figure 2: BLEU against the local window m, with the mean gate (Eq. 5) "
+                               "over every gated layer and token.")
+    return out.write(args.name, table, fig)
+
+
+ANALYSES: Dict[str, Analysis] = {
+    "head-windows": Analysis("learned window D_m = N sigmoid(z_m) of every head and layer", "Yang 2018 Fig. 2", True,
+                             _no_arguments, _run_head_windows),
+    "gaussian-scopes": Analysis("predicted centre P and window D per layer: scatter and histogram", "Yang 2018 Fig. 3", True,
+                                _args_scopes, _run_scopes),
+    "ngram-gap": Analysis("n-gram precision gap over a baseline, n = 1..8 (text files)", "Yang 2018 Fig. 4, Yang 2019 Fig. 3",
+                          False, _args_ngram, _run_ngram),
+    "window-sweep": Analysis("BLEU against the CSAN window M / 2D heads N over run directories", "Yang 2019 Fig. 2", False,
+                             _args_sweep, _run_sweep),
+    "hybrid-sweep": Analysis("BLEU and mean gate against the hybrid window m over run directories", "Xu 2019 Fig. 2", True,
+                             _args_hybrid_sweep, _run_hybrid_sweep),
+    "gate-layers": Analysis("mean hybrid gate per layer", "Xu 2019 Fig. 3", True, _args_gate_layers, _run_gate_layers),
+    "gate-pos": Analysis("mean hybrid gate per POS tag", "Xu 2019 Fig. 4", True, _args_gate_pos, _run_gate_pos),
+    "attention-mass": Analysis("attention mass within w tokens, DMAN vs SAN, with the published values", "Fan 2021 Table 5 (Eq. 13)",
+                               True, _args_mass, _run_mass),
+    "diffwin-windows": Analysis("learned soft windows (heatmaps) and mean window width per layer", "Nguyen 2020", True,
+                                _args_diffwin, _run_diffwin),
+    "length-bleu": Analysis("BLEU by source-length bucket (text files)", "all papers' length analyses", False,
+                            _args_length, _run_length),
+    "attention-heatmap": Analysis("attention weights of any head for one sentence", "-", True, _args_heatmap, _run_heatmap),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="fairseq-localness-analyze", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="analysis", metavar="NAME")
+    commands.add_parser("list", help="the analyses and the paper figure each reproduces")
+    for name, analysis in ANALYSES.items():
+        sub = commands.add_parser(name, help=f"{analysis.help} ({analysis.paper})")
+        sub.add_argument("--out", default="analyses", help="output directory (default: ./analyses)")
+        sub.add_argument("--name", default=name, help=f"output file stem (default: {name})")
+        sub.add_argument("--overwrite", action="store_true", help="replace existing outputs")
+        if analysis.needs_checkpoint:
+            if name != "hybrid-sweep":
+                sub.add_argument("--checkpoint", action="append", required=True, metavar="[LABEL=]PATH",
+                                 help="a fairseq checkpoint (repeatable; LABEL names it in the figure)")
+            sub.add_argument("--data", help="binarised data directory (fairseq-preprocess output) holding --split")
+            sub.add_argument("--split", default="valid", help="split to run over (default: valid, the papers' development set)")
+            sub.add_argument("--max-tokens", type=int, default=4096, help="tokens per batch")
+            sub.add_argument("--batch-size", type=int, default=None, help="sentences per batch")
+            sub.add_argument("--max-sentences", type=int, default=None, help="read only this many sentences")
+            sub.add_argument("--device", default="auto", help="auto (GPU when available), cpu, cuda, cuda:1, ...")
+            sub.add_argument("--user-dir", default=str(USER_DIR), help="the plugin directory, as fairseq's --user-dir")
+            sub.add_argument("--quiet", action="store_true", help="no progress output")
+        analysis.add_arguments(sub)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> Dict[str, str]:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.analysis in (None, "list"):
+        for name, analysis in ANALYSES.items():
+            print(f"{name:18s} {analysis.paper:34s} {analysis.help}")
+        return {}
+    out = Outputs(args.out, overwrite=args.overwrite)
+    out.check(args.name)  # before any long pass
+    written = ANALYSES[args.analysis].run(args, out)
+    for kind, path in written.items():
+        print(f"{kind:12s} {path}")
+    return written
+
+
+def console_main() -> None:
+    try:
+        main()
+    except AnalysisError as exc:
+        print(f"fairseq-localness-analyze: error: {exc}", file=sys.stderr)
+        sys.exit(2)

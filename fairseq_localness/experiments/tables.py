@@ -1,0 +1,189 @@
+"""The papers' tables (``configs/paper_tables.yaml``): rows, their training setting, how they are scored.
+
+A :class:`Row` is one cell group of a paper's table: one model the paper trained (or quoted) and
+the numbers it printed for it. The file's own header documents every field;
+``tests/test_paper_tables.py`` checks every number against the papers' text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import yaml
+
+from ..paths import CONFIG_DIR
+
+TABLES_FILE = CONFIG_DIR / "paper_tables.yaml"
+NUMBER_FIELDS = ("bleu", "bleu_delta", "params", "params_delta", "speed", "speed_delta")
+
+
+class TableError(ValueError):
+    """A paper, table or row that the tables file does not have, or an inconsistent entry."""
+
+
+def load_tables(path: Path = TABLES_FILE) -> Dict:
+    with open(path, encoding="utf-8") as handle:
+        return yaml.safe_load(handle)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """How a setting's models are decoded and scored (``evaluation.<setting>`` of the tables file)."""
+
+    data: str
+    beam: int
+    lenpen: float
+    checkpoint: str  # best | last<N> | last<N>-updates
+    metric: str  # tokenized_bleu | sacrebleu
+    lowercase: bool
+    compound_split: bool
+
+    def __post_init__(self) -> None:
+        if self.metric not in ("tokenized_bleu", "sacrebleu"):
+            raise TableError(f"evaluation metric must be tokenized_bleu or sacrebleu, got {self.metric!r}")
+        if self.checkpoint != "best" and not self.average_last:
+            raise TableError(f"evaluation checkpoint must be best, last<N> or last<N>-updates, got {self.checkpoint!r}")
+
+    @property
+    def average_last(self) -> int:
+        """N of last<N>[-updates], 0 for the best checkpoint."""
+        digits = self.checkpoint[len("last"):].split("-")[0] if self.checkpoint.startswith("last") else ""
+        return int(digits) if digits.isdigit() and int(digits) > 0 else 0
+
+    def evaluate_flags(self, split: str) -> List[str]:
+        """The options of ``scripts/evaluate.sh`` that score as the paper did."""
+        flags = ["--subset", split, "--beam", str(self.beam), "--lenpen", str(self.lenpen),
+                 "--lowercase" if self.lowercase else "--no-lowercase",
+                 "--compound-split" if self.compound_split else "--no-compound-split"]
+        if self.average_last:
+            flags += ["--avg-last", str(self.average_last)] + (["--avg-updates"] if "updates" in self.checkpoint else [])
+        else:
+            flags += ["--checkpoint", "checkpoint_best.pt"]
+        return flags
+
+
+@dataclass
+class Row:
+    paper: str
+    table: str
+    id: str
+    label: str
+    split: str
+    setting: Optional[str]
+    arch: Optional[str]
+    desc: Optional[str] = None
+    column: Optional[str] = None
+    column_title: Optional[str] = None
+    overrides: List[str] = field(default_factory=list)
+    baseline: Optional[str] = None
+    published: Dict[str, object] = field(default_factory=dict)
+    quoted: Optional[str] = None
+    pending: Optional[str] = None
+    note: Optional[str] = None
+
+    @property
+    def name(self) -> str:
+        """The label with its column and description, for reports."""
+        parts = [self.label] + [f"({x})" for x in (self.desc, self.column_title) if x]
+        if self.quoted and self.quoted.split(" (")[0] not in self.label:
+            parts.append(f"[{self.quoted}]")  # e.g. TRANSFORMER-BASE [Vaswani et al. (2017)]
+        return " ".join(parts)
+
+    @property
+    def trained(self) -> bool:
+        """Whether reproduce trains this row (quoted rows never; pending rows not yet)."""
+        return bool(self.arch) and not self.quoted and not self.pending
+
+    def flags(self) -> List[str]:
+        """The row's overrides as fairseq flags (model.gaussian_window=layer -> --gaussian-window layer)."""
+        return overrides_as_flags(self.overrides)
+
+
+def overrides_as_flags(overrides: List[str]) -> List[str]:
+    out: List[str] = []
+    for override in overrides:
+        key, sep, value = override.partition("=")
+        if not sep or not key.startswith("model."):
+            raise TableError(f"row override {override!r} is not model.<option>=<value>")
+        flag = "--" + key[len("model."):].replace("_", "-")
+        value = value.strip("'\"")
+        if value.lower() == "true":
+            out.append(flag)
+        elif value.lower() != "false":
+            out += [flag, value]
+    return out
+
+
+def table_spec(tables: Dict, paper: str, table: str) -> Dict:
+    papers = tables["papers"]
+    if paper not in papers:
+        raise TableError(f"unknown paper {paper!r}; choose from {', '.join(papers)}")
+    if table not in papers[paper]["tables"]:
+        raise TableError(f"{paper} has no table {table!r}; choose from {', '.join(papers[paper]['tables'])}")
+    return papers[paper]["tables"][table]
+
+
+def table_rows(tables: Dict, paper: str, table: str) -> List[Row]:
+    spec = table_spec(tables, paper, table)
+    columns = spec.get("columns") or {}
+    rows = []
+    for entry in spec["rows"]:
+        column = columns.get(entry.get("column")) or {}
+        setting = entry.get("setting") or column.get("setting") or spec.get("setting")
+        rows.append(Row(
+            paper=paper, table=table, id=entry["id"], label=entry["label"], split=spec["split"],
+            setting=None if entry.get("quoted") else setting, arch=entry.get("arch"), desc=entry.get("desc"),
+            column=entry.get("column"), column_title=column.get("title"), overrides=list(entry.get("overrides") or []),
+            baseline=entry.get("baseline"), published=dict(entry.get("published") or {}), quoted=entry.get("quoted"),
+            pending=entry.get("pending"), note=entry.get("note")))
+    return rows
+
+
+def evaluation_of(tables: Dict, setting: str) -> Evaluation:
+    if setting not in tables["evaluation"]:
+        raise TableError(f"setting {setting!r} has no entry under `evaluation` in {TABLES_FILE}")
+    return Evaluation(**tables["evaluation"][setting])
+
+
+def setting_model_flags(setting: str) -> List[str]:
+    """The model options a benchmark setting sets (configs/benchmark/<setting>.yaml ``model:``) as fairseq flags."""
+    from .launch import benchmark_values
+
+    model = benchmark_values(setting).get("model") or {}
+    return overrides_as_flags([f"model.{key}={value}" for key, value in model.items()])
+
+
+def published_delta(row: Row, rows: Dict[str, Row]) -> Optional[float]:
+    """The paper's BLEU difference to the row's baseline: printed, else from the two printed scores."""
+    if row.published.get("bleu_delta") is not None:
+        return float(row.published["bleu_delta"])
+    base = rows.get(row.baseline or "")
+    if base is None or row.published.get("bleu") is None or base.published.get("bleu") is None:
+        return None
+    return round(float(row.published["bleu"]) - float(base.published["bleu"]), 2)
+
+
+def published_speed_ratio(row: Row, rows: Dict[str, Row]) -> Optional[float]:
+    """The paper's training speed relative to the row's baseline (1.0 for a baseline that prints a speed)."""
+    base = rows.get(row.baseline or "")
+    speed = row.published.get("speed")
+    if base is None:
+        return 1.0 if speed is not None else None
+    base_speed = base.published.get("speed")
+    if base_speed is None:
+        return None
+    if speed is None and row.published.get("speed_delta") is not None:
+        speed = float(base_speed) + float(row.published["speed_delta"])
+    return round(float(speed) / float(base_speed), 3) if speed is not None else None
+
+
+def published_params(row: Row, rows: Dict[str, Row]) -> Optional[float]:
+    """The paper's parameter count in millions: printed, else the baseline's plus the printed delta."""
+    if row.published.get("params") is not None:
+        return float(row.published["params"])
+    base = rows.get(row.baseline or "")
+    if base is None or base.published.get("params") is None or row.published.get("params_delta") is None:
+        return None
+    return round(float(base.published["params"]) + float(row.published["params_delta"]), 1)

@@ -1,0 +1,253 @@
+"""The GPU suite: everything that needs a GPU, in one call (``scripts/gpu_suite.sh``; see docs/gpu.md).
+
+Three stages, each writing into ``--out``:
+
+1. ``tests``: the CUDA tests (``tests/test_gpu.py``: incremental decoding equals
+   the full forward on CUDA, float16/bfloat16 finite at 1,024 tokens, the fused
+   attention path equal to the reference path).
+2. ``train``: a short real-data training of every architecture family with
+   ``--fp16`` and with ``--bf16`` (IWSLT14-size models, ``_iwslt_de_en``, on
+   Multi30k binarized by ``prepare``): the loss must fall and fp16's loss
+   scaler must not overflow on most updates.
+3. ``benchmark``: base size, half precision: ratios to the Transformer from the
+   interleaved mode (train and decode) and peak memory from the subprocess mode,
+   as JSON and markdown.
+
+``--cpu-smoke`` runs the same code on the CPU at toy size (fp32, two families,
+a handful of updates, given ``--data``) so that the default test run keeps it
+working. ``prepare`` (run where PyPI is reachable) downloads the wheels the
+offline GPU machine lacks and binarizes Multi30k into ``.gpu/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+from .families import architecture_families
+
+REPO = Path(__file__).resolve().parents[2]
+PREPARED = REPO / ".gpu"
+#: wheels the GPU image (Python 3.12, torch, no network) lacks; fairseq's own deps it already has are not listed
+WHEELS = ("ve-fairseq==0.12.3", "hydra-core==1.3.2", "omegaconf==2.3.0", "bitarray", "sacremoses", "subword-nmt", "mock")
+SDISTS = ("antlr4-python3-runtime==4.9.3",)  # hydra's parser runtime is published as a source archive only
+SMOKE_FAMILIES = ("transformer_gaussian_local", "transformer_diffwin_cross")
+#: fp16 may skip a few updates while the loss scale settles; more than this share means endless overflow
+MAX_OVERFLOW_SHARE = 0.2
+
+
+class SuiteFailure(RuntimeError):
+    """A stage's check failed; the message says which family, dtype or test."""
+
+
+def run(cmd: Sequence[str], log: Path, env: Optional[Dict[str, str]] = None, check: bool = True) -> str:
+    environment = dict(os.environ, PYTHONWARNINGS="ignore", **(env or {}))
+    proc = subprocess.run(list(cmd), cwd=REPO, capture_output=True, text=True, env=environment)
+    output = proc.stdout + proc.stderr
+    log.write_text(" ".join(cmd) + "\n\n" + output)
+    if check and proc.returncode != 0:
+        raise SuiteFailure(f"{' '.join(cmd[:6])} ... failed ({proc.returncode}); see {log}:\n{output[-3000:]}")
+    return output
+
+
+# ---- prepare (here, with network) ------------------------------------------------------------------------------
+
+
+def prepare(directory: Path = PREPARED, data: Path = Path("/work/shared/data/multi30k/tok")) -> None:
+    """Download the wheels for the GPU machine and binarize Multi30k (word level) into ``directory``."""
+    wheels = directory / "wheels"
+    wheels.mkdir(parents=True, exist_ok=True)
+    pip = [sys.executable, "-m", "pip", "download", "--no-deps", "-d", str(wheels)]
+    platform = ["--only-binary=:all:", "--python-version", "3.12", "--implementation", "cp"]
+    for tag in ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64", "any"):
+        platform += ["--platform", tag]
+    for wheel in WHEELS:
+        run(pip + platform + [wheel], directory / "pip.log")
+    for sdist in SDISTS:
+        run(pip + ["--no-binary=:all:", sdist], directory / "pip.log")
+    destination = directory / "multi30k-bin"
+    if not (destination / "dict.de.txt").exists():
+        names = {"train": "train", "valid": "val", "test": "test_2016_flickr"}
+        args = [a for split, name in names.items() for a in (f"--{split}pref", str(data / f"{name}.lc.norm.tok"))]
+        run([sys.executable, "-m", "fairseq_cli.preprocess", "--source-lang", "de", "--target-lang", "en", *args,
+             "--destdir", str(destination), "--thresholdsrc", "2", "--thresholdtgt", "2", "--workers", "2"],
+            directory / "preprocess.log")
+    size = sum(f.stat().st_size for f in directory.rglob("*") if f.is_file()) / 2**20
+    print(f"prepared {directory} ({size:.1f} MiB): carry it to the GPU machine (docs/gpu.md)")
+
+
+# ---- stage 1: CUDA tests ---------------------------------------------------------------------------------------
+
+
+def stage_tests(out: Path) -> dict:
+    output = run([sys.executable, "-m", "pytest", "-q", "-x", "tests/test_gpu.py", "-p", "no:cacheprovider"],
+                 out / "tests.log", check=False)
+    summary = output.strip().splitlines()[-1] if output.strip() else ""
+    return {"passed": " failed" not in summary and " error" not in summary and "passed" in summary, "summary": summary}
+
+
+# ---- stage 2: short real-data training -------------------------------------------------------------------------
+
+#: fairseq's --log-format simple: "epoch 001:  20 / 57 loss=9.21, nll_loss=9.05, ..., num_updates=20, ..."
+LOSS = re.compile(r"[ ,]loss=([0-9.]+)")
+UPDATES = re.compile(r"num_updates[= ](\d+)")
+OVERFLOW = re.compile(r"gradient overflow detected")
+
+
+def train_command(data: Path, arch: str, dtype: Optional[str], updates: int, save_dir: Path, cpu: bool) -> List[str]:
+    flags = {"fp16": ["--fp16"], "bf16": ["--bf16"], None: []}[dtype]
+    return [
+        sys.executable, "-m", "fairseq_cli.train", str(data), "--user-dir", str(REPO / "fairseq_localness"),
+        "--arch", arch, "--share-decoder-input-output-embed", "--optimizer", "adam", "--adam-betas", "(0.9, 0.98)",
+        "--lr", "3e-3" if cpu else "5e-4", "--lr-scheduler", "inverse_sqrt", "--warmup-updates", str(max(updates // 4, 1)),
+        "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1", "--dropout", "0.3",
+        "--max-tokens", "4096", "--max-update", str(updates), "--log-format", "simple", "--log-interval",
+        str(max(updates // 10, 1)), "--no-save", "--disable-validation", "--save-dir", str(save_dir), "--seed", "1",
+        "--num-workers", "0", *flags, *(["--cpu"] if cpu else []),
+    ]
+
+
+def check_training(log: str, label: str, updates: int) -> dict:
+    losses = [float(x) for x in LOSS.findall(log)]
+    overflows = len(OVERFLOW.findall(log))
+    done = max([int(x) for x in UPDATES.findall(log)] or [0])
+    result = {"first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None,
+              "updates": done, "overflows": overflows}
+    if len(losses) < 2:
+        raise SuiteFailure(f"{label}: fewer than two logged losses (see its log)")
+    if not losses[-1] < losses[0]:
+        raise SuiteFailure(f"{label}: loss did not fall ({losses[0]} -> {losses[-1]})")
+    if overflows > MAX_OVERFLOW_SHARE * max(updates, 1):
+        raise SuiteFailure(f"{label}: {overflows} gradient overflows in {updates} updates")
+    return result
+
+
+def stage_train(out: Path, data: Path, families: Sequence[str], dtypes: Sequence[Optional[str]], updates: int,
+                cpu: bool, parallel: int) -> dict:
+    jobs = [(family, dtype) for family in families for dtype in dtypes]
+
+    def one(job):
+        family, dtype = job
+        arch = family if cpu else f"{family}_iwslt_de_en"
+        label = f"{arch} {dtype or 'fp32'}"
+        log = out / f"train_{arch}_{dtype or 'fp32'}.log"
+        extra = {"CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES", "0")} if not cpu else {"OMP_NUM_THREADS": "1"}
+        try:
+            command = train_command(data, arch, dtype, updates, out / "ckpt", cpu) + (SMOKE_MODEL if cpu else [])
+            text = run(command, log, extra)
+            return label, check_training(text, label, updates)
+        except SuiteFailure as err:
+            return label, {"error": str(err)[:2000]}
+
+    with ThreadPoolExecutor(max_workers=max(parallel, 1)) as pool:
+        return dict(pool.map(one, jobs))
+
+
+#: toy model for --cpu-smoke (the arch's paper placements need 3 layers)
+SMOKE_MODEL = ["--encoder-layers", "3", "--decoder-layers", "3", "--encoder-embed-dim", "16", "--decoder-embed-dim", "16",
+               "--encoder-ffn-embed-dim", "32", "--decoder-ffn-embed-dim", "32", "--encoder-attention-heads", "4",
+               "--decoder-attention-heads", "4", "--max-tokens", "500"]
+
+
+# ---- stage 3: benchmark ----------------------------------------------------------------------------------------
+
+
+def stage_benchmark(out: Path, families: Sequence[str], dtype: str, rounds: int, seq_lens: str, cpu: bool,
+                    decode_len: int) -> dict:
+    bench = [sys.executable, str(REPO / "scripts" / "benchmark.py"), "--archs", ",".join(families), "--seq-lens", seq_lens,
+             "--dtype", dtype, "--device", "cpu" if cpu else "cuda", "--max-len", str(decode_len)]
+    bench += ["--quick", "--threads", "1"] if cpu else []
+    speed_json, memory_json = out / "benchmark_speed.json", out / "benchmark_memory.json"
+    speed_text = run(bench + ["--interleaved", str(rounds), "--json", str(speed_json)], out / "benchmark_speed.log")
+    memory_text = run(bench + ["--no-decode", "--repeats", "1", "--steps", "3", "--json", str(memory_json)],
+                      out / "benchmark_memory.log")
+    return {"speed": json.loads(speed_json.read_text()), "memory": json.loads(memory_json.read_text()),
+            "speed_table": speed_text, "memory_table": memory_text}
+
+
+# ---- driver ----------------------------------------------------------------------------------------------------
+
+
+def device_description() -> str:
+    import torch
+
+    if torch.cuda.is_available():
+        return f"{torch.cuda.get_device_name()} (CUDA {torch.version.cuda}, torch {torch.__version__})"
+    return f"cpu (torch {torch.__version__})"
+
+
+def write_report(out: Path, report: dict) -> None:
+    (out / "gpu_suite.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
+    lines = [f"# GPU suite, {report['date']}", "", f"Device: {report['device']}", f"Command: `{report['command']}`", "",
+             "## CUDA tests", "", f"{report.get('tests', {}).get('summary', 'not run')}", "", "## Training", "",
+             "| run | first loss | last loss | updates | overflows | error |", "| --- | --- | --- | --- | --- | --- |"]
+    for label, r in report.get("train", {}).items():
+        lines.append(f"| {label} | {r.get('first_loss', '-')} | {r.get('last_loss', '-')} | {r.get('updates', '-')} "
+                     f"| {r.get('overflows', '-')} | {r.get('error', '').splitlines()[0] if r.get('error') else ''} |")
+    bench = report.get("benchmark")
+    if bench:
+        lines += ["", "## Benchmark: speed (interleaved rounds)", "", bench["speed_table"].strip(), "",
+                  "## Benchmark: peak memory", "", bench["memory_table"].strip()]
+    (out / "gpu_suite.md").write_text("\n".join(lines) + "\n")
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m fairseq_localness.gpu.suite", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    prep = sub.add_parser("prepare", help="download wheels and binarize Multi30k into .gpu/ (needs network)")
+    prep.add_argument("--dir", type=Path, default=PREPARED)
+    go = sub.add_parser("run", help="run the suite")
+    go.add_argument("--out", type=Path, required=True, help="folder for logs, gpu_suite.json and gpu_suite.md")
+    go.add_argument("--data", type=Path, default=PREPARED / "multi30k-bin", help="binarized training data")
+    go.add_argument("--cpu-smoke", action="store_true", help="toy-size run of the same code on the CPU")
+    go.add_argument("--stages", default="tests,train,benchmark", help="comma-separated stages to run")
+    go.add_argument("--families", help="comma-separated architecture families (default: all)")
+    go.add_argument("--updates", type=int, default=300, help="training updates per family and dtype")
+    go.add_argument("--parallel", type=int, default=4, help="training runs at once on the GPU")
+    go.add_argument("--rounds", type=int, default=5, help="interleaved benchmark rounds")
+    go.add_argument("--seq-lens", default="64,1024", help="benchmark lengths (source = training target)")
+    go.add_argument("--decode-len", type=int, default=64, help="benchmark: tokens generated per sentence")
+    opts = parser.parse_args(argv)
+    if opts.command == "prepare":
+        prepare(opts.dir)
+        return 0
+    stages = [s.strip() for s in opts.stages.split(",") if s.strip()]
+    unknown = set(stages) - {"tests", "train", "benchmark"}
+    if unknown:
+        parser.error(f"--stages: unknown stage(s) {sorted(unknown)}; choose from tests, train, benchmark")
+    families = opts.families.split(",") if opts.families else (list(SMOKE_FAMILIES) if opts.cpu_smoke else architecture_families())
+    if "train" in stages and not (opts.data / "dict.en.txt").exists() and not list(opts.data.glob("dict.*.txt")):
+        parser.error(f"--data {opts.data}: no binarized data (run `python -m fairseq_localness.gpu.suite prepare` first)")
+    opts.out.mkdir(parents=True, exist_ok=True)
+    report = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "device": device_description(),
+              "command": " ".join(["python -m fairseq_localness.gpu.suite", *(argv if argv is not None else sys.argv[1:])])}
+    started = time.perf_counter()
+    if "tests" in stages and not opts.cpu_smoke:  # the default test run already runs them on the CPU
+        report["tests"] = stage_tests(opts.out)
+    if "train" in stages:
+        dtypes = [None] if opts.cpu_smoke else ["fp16", "bf16"]
+        report["train"] = stage_train(opts.out, opts.data, families, dtypes, opts.updates, opts.cpu_smoke, opts.parallel)
+    if "benchmark" in stages:
+        report["benchmark"] = stage_benchmark(opts.out, list(families),
+                                              "fp32" if opts.cpu_smoke else "fp16", opts.rounds,
+                                              "16" if opts.cpu_smoke else opts.seq_lens, opts.cpu_smoke,
+                                              min(opts.decode_len, 8) if opts.cpu_smoke else opts.decode_len)
+    report["seconds"] = round(time.perf_counter() - started, 1)
+    write_report(opts.out, report)
+    failed = [label for label, r in report.get("train", {}).items() if "error" in r]
+    if report.get("tests", {}).get("passed") is False:
+        failed.append("tests")
+    print(f"GPU suite done in {report['seconds']} s: {opts.out / 'gpu_suite.md'}" + (f"; FAILED: {failed}" if failed else ""))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The GPU suite in one call on an offline GPU machine (see docs/gpu.md).
+#
+#   scripts/gpu_suite.sh [SUITE OPTIONS]     e.g. --stages tests,train   or   --stages benchmark
+#
+# Needs .gpu/ from `python -m fairseq_localness.gpu.suite prepare` (wheels + binarized Multi30k), carried along.
+# Installs the wheels into /tmp/site (no network, no dependencies resolved), puts the plugin on PYTHONPATH, runs
+# `python -m fairseq_localness.gpu.suite run`, and leaves gpu_suite.md, gpu_suite.json and every log (as
+# gpu_suite_logs.tar.gz) in $OUT (the device tool's folder) or runs/gpu-suite.
+set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo"
+python="${PYTHON:-python3}"
+wheels="$repo/.gpu/wheels"
+if [ ! -d "$wheels" ]; then
+    echo "gpu_suite.sh: $wheels is missing: run 'python -m fairseq_localness.gpu.suite prepare' where PyPI is reachable and carry .gpu" >&2
+    exit 2
+fi
+site=/tmp/site
+if ! PYTHONPATH="$site" "$python" -c "import fairseq, hydra, omegaconf, antlr4" 2>/dev/null; then
+    "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$site" "$wheels"/*.whl
+    # hydra's parser runtime exists only as a source archive; the image's setuptools builds it
+    "$python" -m pip install -q --no-index --no-deps --no-build-isolation --no-cache-dir --target "$site" "$wheels"/antlr4-python3-runtime-*.tar.gz
+fi
+export PYTHONPATH="$site:$repo${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+out="${OUT:-$repo/runs/gpu-suite}"
+work="$(mktemp -d /tmp/gpu-suite.XXXXXX)"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
+status=0
+"$python" -m fairseq_localness.gpu.suite run --out "$work" "$@" || status=$?
+mkdir -p "$out"
+cp "$work"/gpu_suite.md "$work"/gpu_suite.json "$out"/ 2>/dev/null || true
+tar -czf "$out/gpu_suite_logs.tar.gz" -C "$work" .
+cat "$work/gpu_suite.md" 2>/dev/null || true
+exit $status

@@ -1,0 +1,268 @@
+"""The analyses (fairseq_localness/analyses) on tiny models with set parameters, against values computed by hand
+from the papers' equations: Yang 2018 Eq. 11 (head windows), Eq. 6-7 (centre/window), Xu 2019 Eq. 5 (gate),
+Fan 2021 Eq. 13 (windowed attention mass), Nguyen 2020 Eq. 9 (window width), and n-gram precisions."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+
+from fairseq_localness.analyses.attention import mass_table, windowed_mass
+from fairseq_localness.analyses.bleu import length_buckets, ngram_gap, read_translations, sweep
+from fairseq_localness.analyses.gates import gate_by_tag, gate_layers, group_pieces, word_gates
+from fairseq_localness.analyses.loading import AnalysisError, LoadedModel, PassOptions, locality_modules
+from fairseq_localness.analyses.output import Outputs, Table
+from fairseq_localness.analyses.windows import collect_scopes, head_windows, scopes_tables, soft_window_width
+from fairseq_localness.methods.diffwin import soft_window_mask
+from localness_testing import build_model, preprocess, write_synthetic_corpus
+
+QUIET = PassOptions(split="valid", quiet=True)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    raw = tmp_path_factory.mktemp("raw")
+    write_synthetic_corpus(raw, train=50)
+    return raw, preprocess(raw, tmp_path_factory.mktemp("bin"))
+
+
+def loaded(arch, data_bin, overrides=None) -> LoadedModel:
+    model, task = build_model(arch, data_bin, overrides)
+    return LoadedModel(path=f"<{arch}>", label=arch, model=model, task=task, device=torch.device("cpu"), arch=arch)
+
+
+def valid_lengths(tiny: LoadedModel):
+    tiny.task.load_dataset("valid")
+    return [int(n) for n in tiny.task.dataset("valid").src_sizes]  # real tokens, end-of-sentence included
+
+
+# --- Yang 2018 ---------------------------------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def test_head_windows_are_n_sigmoid_z(corpus):
+    tiny = loaded("transformer_gaussian_local", corpus[1], {"gaussian_window": "head"})
+    z = {}
+    for block, method in locality_modules(tiny.model, "gaussian"):
+        z[block.spec.layer] = [-2.0 + block.spec.layer, 0.0, 1.5, -0.5 * block.spec.layer]
+        method.z.copy_(torch.tensor(z[block.spec.layer]))
+    table, fig = head_windows([tiny])
+    assert sorted({row["layer"] for row in table.rows}) == [1, 2, 3]  # paper placement: encoder layers 1-3
+    for row in table.rows:
+        expected = 50.0 / (1.0 + math.exp(-z[row["layer"]][row["head"] - 1]))  # D_m = N sigmoid(z_m), N = 50
+        assert row["window_D"] == pytest.approx(expected, abs=1e-4)
+    assert fig is not None
+
+
+def test_head_windows_needs_the_head_model(corpus):
+    tiny = loaded("transformer_gaussian_local", corpus[1])  # query-specific windows
+    with pytest.raises(AnalysisError, match=r"no 'gaussian' method with --gaussian-window head.*gaussian \(encoder\)"):
+        head_windows([tiny])
+    with pytest.raises(AnalysisError, match="has no 'hybrid' method"):
+        gate_layers([tiny], QUIET)
+
+
+@torch.no_grad()
+def test_scopes_of_fixed_window_and_centre_half_length(corpus):
+    """D = the fixed window everywhere; U_p = 0 gives P = I sigmoid(0) = I / 2 (Eq. 6)."""
+    tiny = loaded("transformer_gaussian_local", corpus[1], {"gaussian_window": "fixed", "gaussian_fixed_window": 7})
+    for _, method in locality_modules(tiny.model, "gaussian"):
+        method.u_p.weight.zero_()
+    summary, samples = scopes_tables({"fixed": collect_scopes(tiny, QUIET, sample_per_layer=50)})
+    lengths = valid_lengths(tiny)
+    heads = 4
+    for row in summary.rows:
+        assert row["mean_D"] == pytest.approx(7.0) and row["p10_D"] == pytest.approx(7.0)
+        assert row["query_heads"] == sum(lengths) * heads
+        # every real query of a sentence of length I has D / I = 7 / I
+        assert row["mean_D_over_I"] == pytest.approx(7.0 * len(lengths) / sum(lengths), rel=1e-5)
+    assert len(samples.rows) == 3 * 50
+    for row in samples.rows:
+        assert row["centre_P"] == pytest.approx(row["length_I"] / 2, abs=1e-5)
+        assert row["length_I"] in lengths
+
+
+# --- Fan 2021 Eq. 13 -----------------------------------------------------------------------------------------------
+
+
+def test_windowed_mass_by_hand_and_padding():
+    head1 = torch.tensor([[0.5, 0.3, 0.2], [0.1, 0.6, 0.3], [0.2, 0.2, 0.6]])
+    head2 = torch.eye(3)
+    probs = torch.stack([head1, head2])[None]  # (1, 2, 3, 3)
+    valid = torch.ones(1, 3, dtype=torch.bool)
+    # head mean s-bar; w = 1: rows sum 0.8, 1.0, 0.8 (head 1) and 1, 1, 1 (head 2)
+    expected = ((0.8 + 1.0 + 0.8) / 3 + 1.0) / 2
+    assert float(windowed_mass(probs, valid, 1)) == pytest.approx(expected)
+    assert float(windowed_mass(probs, valid, 2)) == pytest.approx(1.0)
+    assert float(windowed_mass(probs, valid, 0)) == pytest.approx(((0.5 + 0.6 + 0.6) / 3 + 1.0) / 2)
+    padded = torch.zeros(1, 2, 5, 5)
+    padded[:, :, 2:, 2:] = probs  # two left-padding positions, as fairseq pads sources
+    mask = torch.tensor([[False, False, True, True, True]])
+    assert float(windowed_mass(padded, mask, 1)) == pytest.approx(expected)
+
+
+@torch.no_grad()
+def test_attention_mass_of_hand_made_dman_mask(corpus):
+    """M = 1 within one token and ~0 beyond (Eq. 12 with W = 0, U = 0, P = +-30), zero queries: DMAN attends
+    uniformly to its neighbours (attn_s = 100 %) and SAN uniformly to the sentence, (1/T) sum_j |{k: |k-j|<=w}| / T."""
+    tiny = loaded("transformer_dman", corpus[1])
+    for name, module in tiny.model.encoder.named_modules():
+        if hasattr(module, "q_proj"):
+            module.q_proj.weight.zero_()
+            module.q_proj.bias.zero_()
+    for _, mask in locality_modules(tiny.model, "dman", "encoder"):
+        mask.context_weight.zero_()
+        mask.head_bias.zero_()
+        distance = torch.arange(mask.distance_bias.numel()) - mask.max_distance
+        mask.distance_bias.copy_(torch.where(distance.abs() <= 1, 30.0, -30.0))
+    table = mass_table([tiny], QUIET, windows=(1, 2), layers=(1, 3))
+    lengths = valid_lengths(tiny)
+
+    def uniform(length, w):
+        return sum(min(j + w, length - 1) - max(j - w, 0) + 1 for j in range(length)) / length**2
+
+    got = {(r["kind"], r["layer"], r["w"]): r for r in table.rows}
+    assert set(got) == {(k, l, w) for k in ("dman", "san") for l in (1, 3) for w in (1, 2)}
+    for layer in (1, 3):
+        for w in (1, 2):
+            assert got[("dman", layer, w)]["attn_s_percent"] == pytest.approx(100.0, abs=1e-6)
+            expected = 100.0 * sum(uniform(n, w) for n in lengths) / len(lengths)
+            assert got[("san", layer, w)]["attn_s_percent"] == pytest.approx(expected, rel=1e-5)
+    # the published value beside ours, with its place in the paper (configs/analyses_published.yaml)
+    assert got[("dman", 1, 1)]["published_percent"] == 76.58
+    assert got[("san", 3, 2)]["published_percent"] == 45.62
+    assert got[("san", 3, 2)]["published_from"] == "Table 5, row SAN, w=2, column #3"
+
+
+# --- Xu 2019 Eq. 5 --------------------------------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def test_gate_per_layer_and_per_tag(corpus, tmp_path):
+    """With W_Q = 0 the query projection is its bias b, so g = sigmoid(W_g b) (Eq. 5, gate from the query)."""
+    raw, data_bin = corpus
+    tiny = loaded("transformer_hybrid_local", data_bin, {"hybrid_gate_input": "query"})
+    weight = {1: 0.5, 2: -0.25}
+    for block, method in locality_modules(tiny.model, "hybrid"):
+        block.q_proj.weight.zero_()
+        block.q_proj.bias.fill_(0.1)
+        method.gate_proj.weight.fill_(weight[block.spec.layer])
+    expected = {layer: 1 / (1 + math.exp(-w * 0.1 * 32)) for layer, w in weight.items()}
+    table, _ = gate_layers([tiny], QUIET)
+    lengths = valid_lengths(tiny)
+    assert [r["layer"] for r in table.rows] == [1, 2]
+    for row in table.rows:
+        assert row["mean_gate"] == pytest.approx(expected[row["layer"]], abs=1e-6)
+        assert row["tokens"] == sum(lengths)
+
+    sentences = (raw / "valid.src").read_text().splitlines()
+    tags = [["NUM" if int(word[1:]) % 2 else "NOUN" for word in line.split()] for line in sentences]
+    (tmp_path / "tags").write_text("\n".join(" ".join(t) for t in tags) + "\n")
+    result = gate_by_tag(tiny, QUIET, str(tmp_path / "tags"), layer=2)
+    assert result["NUM"] == pytest.approx((expected[2], sum(t.count("NUM") for t in tags)), abs=1e-6)
+    assert result["NOUN"][1] == sum(t.count("NOUN") for t in tags)
+    (tmp_path / "bad").write_text("NOUN\n" * len(sentences))
+    with pytest.raises(AnalysisError, match=r"--tags .*bad line \d+: 1 tags for \d+ words"):
+        gate_by_tag(tiny, QUIET, str(tmp_path / "bad"))
+
+
+def test_pieces_back_to_words():
+    assert group_pieces(["the", "cat@@", "s", "sat"]) == [[0], [1, 2], [3]]
+    assert group_pieces(["\u2581the", "\u2581ca", "ts", "\u2581sat"]) == [[0], [1, 2], [3]]
+    assert group_pieces(["a@@", "b"], "none") == [[0], [1]]
+    assert word_gates(["the", "cat@@", "s", "sat"], [0.2, 0.4, 0.8, 1.0]) == pytest.approx([0.2, 0.6, 1.0])
+
+
+# --- Nguyen 2020 Eq. 9 ----------------------------------------------------------------------------------------------
+
+
+def test_soft_window_width_by_hand():
+    left = torch.tensor([[0.0, 1.0, 0.0, 0.0, 0.0], [0.5, 0.0, 0.5, 0.0, 0.0]])
+    right = torch.tensor([[0.0, 0.0, 0.0, 1.0, 0.0], [0.0, 0.0, 1.0, 0.0, 0.0]])
+    # window [1, 3] has 3 tokens; l in {0, 2} with r = 2: E|r - l| + 1 = 0.5 * 2 + 1 = 2
+    assert soft_window_width(left, right).tolist() == pytest.approx([3.0, 2.0])
+    # the same from Eq. 9's mask: sum_j M_j minus P(l = r), which both of its terms count
+    phi = torch.cat([left, right]).view(1, 2, 2, 5)  # (B, 2H, T, S) with H = 1, T = 2
+    mask = soft_window_mask(phi)[0, 0]
+    assert (mask.sum(-1) - (left * right).sum(-1)).tolist() == pytest.approx([3.0, 2.0])
+
+
+# --- translations: n-gram gaps, length buckets, sweeps ---------------------------------------------------------------
+
+
+def test_ngram_gap_by_hand(tmp_path):
+    ref = "a b c d e f g h i"
+    (tmp_path / "ref").write_text(ref + "\n")
+    (tmp_path / "sys").write_text(ref + "\n")
+    (tmp_path / "base").write_text("a b c d x f g h i\n")
+    table, _ = ngram_gap({"local": str(tmp_path / "sys")}, str(tmp_path / "base"), str(tmp_path / "ref"))
+    # 9 words, one wrong (the 5th): of the 10 - n n-grams of order n, those covering word 5 miss
+    covering = {1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 6: 4, 7: 3, 8: 2}
+    for row in table.rows:
+        n = row["n"]
+        total = 10 - n
+        assert row["precision"] == pytest.approx(100.0)
+        assert row["baseline_precision"] == pytest.approx(100.0 * (total - covering[n]) / total)
+        assert row["gap"] == pytest.approx(100.0 * covering[n] / total)
+
+
+def test_generate_output_and_length_buckets(tmp_path):
+    generate = "S-1\tx y z\nT-1\tc d e f\nH-1\t-0.5\tc d e f\nS-0\tx\nT-0\ta b\nH-0\t-0.1\ta q\n"
+    (tmp_path / "gen.txt").write_text(generate)
+    assert read_translations(str(tmp_path / "gen.txt")) == ["a q", "c d e f"]
+    assert read_translations(str(tmp_path / "gen.txt"), "T") == ["a b", "c d e f"]
+    table, _ = length_buckets({"sys": str(tmp_path / "gen.txt")}, str(tmp_path / "gen.txt"), str(tmp_path / "gen.txt"), [2])
+    rows = {r["bucket"]: r for r in table.rows}
+    assert rows["1-2"]["sentences"] == 1 and rows[">2"]["sentences"] == 1  # source lengths 1 and 3
+    assert rows[">2"]["bleu"] == pytest.approx(100.0)  # "c d e f" == "c d e f"
+    assert rows["1-2"]["bleu"] == pytest.approx(0.0)  # "a q" against "a b": no bigram
+
+
+def test_sweep_reads_scores(tmp_path):
+    points = []
+    for m, bleu in ((1, 30.5), (3, 31.0)):
+        run = tmp_path / f"m{m}" / "eval"
+        run.mkdir(parents=True)
+        (run / "scores.json").write_text(json.dumps({"sacrebleu": {"score": bleu}, "tokenized_bleu": {"score": bleu + 1}}))
+        points.append(("M", float(m), str(tmp_path / f"m{m}")))
+    table, _ = sweep(points, "M", gates={str(tmp_path / "m1"): 0.4})
+    assert [(r["x"], r["bleu"], r["mean_gate"]) for r in table.rows] == [(1.0, 30.5, 0.4), (3.0, 31.0, None)]
+    with pytest.raises(AnalysisError, match="2 scores.json files"):
+        sweep([("M", 5.0, str(tmp_path))], "M")  # two below it: ambiguous, refused
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(AnalysisError, match="no scores.json"):
+        sweep([("M", 5.0, str(tmp_path / "empty"))], "M")
+
+
+def test_outputs_are_never_overwritten_unless_asked(tmp_path):
+    table = Table(["a"], [{"a": 1}])
+    out = Outputs(str(tmp_path))
+    out.write("x", table)
+    assert (tmp_path / "x.csv").read_text() == "a\n1\n" and "| 1 |" in (tmp_path / "x.md").read_text()
+    with pytest.raises(AnalysisError, match="exists; pass --overwrite"):
+        Outputs(str(tmp_path)).write("x", table)
+    Outputs(str(tmp_path), overwrite=True).write("x", Table(["a"], [{"a": 2}]))
+    assert (tmp_path / "x.csv").read_text() == "a\n2\n"
+
+
+@torch.no_grad()
+def test_plain_transformer_attention_is_captured_per_head(corpus):
+    """fairseq's own attention returns head-averaged weights from PyTorch's fused kernel; capture gets every head."""
+    from fairseq_localness.analyses.loading import capture_attention
+    from localness_testing import random_batch
+
+    tiny = loaded("transformer", corpus[1])
+    src, lengths, prev = random_batch(tiny.task, batch=3, src_len=8)
+    with capture_attention(tiny.model, ("encoder", "cross")) as probs:
+        tiny.model(src, lengths, prev)
+    assert sorted(probs) == [(t, l, k) for t, k in (("cross", "attn"), ("encoder", "san")) for l in (1, 2, 3)]
+    weights = probs[("encoder", 2, "san")]
+    assert weights.shape == (3, 4, 8, 8)  # (B, H, T, S)
+    real = src.ne(tiny.task.source_dictionary.pad())
+    torch.testing.assert_close(weights.sum(-1)[:, :, -1], torch.ones(3, 4))
+    assert float(weights.masked_fill(real[:, None, None, :], 0).abs().max()) == 0.0  # nothing on padding keys
+    assert not torch.allclose(weights[:, 0], weights[:, 1])  # heads differ: not one averaged map
+    assert tiny.model.encoder.layers[0].self_attn.skip_embed_dim_check is False  # restored

@@ -1,0 +1,436 @@
+"""The documentation stays honest: README.md and docs/ link only to what exists, name only architectures, flags,
+scripts and modules that exist, document every architecture and method option, and their example commands run.
+
+The README's train/generate examples run on the shipped zh-en sample at a tiny size (the paper recipes' sizes and
+update counts are overridden); the Gaussian and DMAN examples run by default, the others in the slow suite.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import importlib.util
+import re
+import shlex
+import tomllib
+from functools import lru_cache
+from pathlib import Path
+from typing import Dict, List, Set
+
+import pytest
+
+from localness_testing import BIN, REPO, USER_DIR, assert_incremental_parity, assert_padding_invariance, build_model, run
+
+README = REPO / "README.md"
+DOCS = sorted((REPO / "docs").rglob("*.md"))
+PAGES = [README, *DOCS]
+#: names the docs' worked example ("Adding a method" in docs/design.md) registers; the test registers it under
+#: these test-only names instead, so that the real registry never holds the example
+EXAMPLE_METHOD, EXAMPLE_ARCH = "distance_penalty", "transformer_distance_penalty"
+TEST_METHOD, TEST_ARCH = "docs_test_penalty", "transformer_docs_test_penalty"
+#: flags of other tools that the docs show: sacreBLEU's reference export, Hydra's (fairseq-hydra-train), Slurm's
+#: sbatch options in docs/cluster.md, tar and mutmut in docs/testing.md's mutation-testing recipe
+EXTERNAL_FLAGS = {"--echo", "--config-dir", "--config-name", "--multirun", "--gres", "--ntasks-per-node", "--signal",
+                  "--dependency", "--kill-on-invalid-dep", "--exclude", "--max-children"}
+
+
+def text(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def rel(path: Path) -> str:
+    return str(path.relative_to(REPO))
+
+
+def without_fenced_code(markdown: str) -> str:
+    return re.sub(r"^```.*?^```", "", markdown, flags=re.S | re.M)
+
+
+def github_anchor(heading: str) -> str:
+    """GitHub's heading id: lower case, punctuation other than '-' and '_' dropped, spaces to hyphens."""
+    slug = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return slug.replace(" ", "-")
+
+
+def anchors(path: Path) -> Set[str]:
+    seen: Dict[str, int] = {}
+    out = set()
+    for line in without_fenced_code(text(path)).splitlines():
+        match = re.match(r"#{1,6} (.+)", line)
+        if match:
+            slug = github_anchor(match.group(1))
+            out.add(slug if slug not in seen else f"{slug}-{seen[slug]}")
+            seen[slug] = seen.get(slug, 0) + 1
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------- the README
+
+
+def test_readme_is_short_and_keeps_the_ci_commands():
+    lines = text(README).splitlines()
+    assert len(lines) <= 250, f"README.md has {len(lines)} lines (at most 250): move details into docs/"
+    for marker in ("main-command", "test-command"):
+        block = re.search(rf"<!-- {marker} -->\n```\n(.+?)\n```\n<!-- /{marker} -->", text(README), re.S)
+        assert block and "\n" not in block.group(1), f"README.md needs one command between <!-- {marker} --> markers"
+    assert "pytest" in re.search(r"<!-- test-command -->\n```\n(.+?)\n```", text(README), re.S).group(1)
+
+
+# ---------------------------------------------------------------------------------------------------- links
+
+
+def test_every_relative_link_resolves():
+    broken = []
+    for page in PAGES:
+        for target in re.findall(r"\[[^\]]*\]\(([^)\s]+)\)", without_fenced_code(text(page))):
+            if re.match(r"[a-z]+:", target):
+                continue  # https:, mailto:
+            path_part, _, anchor = target.partition("#")
+            resolved = (page.parent / path_part).resolve() if path_part else page
+            if not resolved.exists():
+                broken.append(f"{rel(page)}: {target} (no such file)")
+            elif anchor and (resolved.is_dir() or anchor not in anchors(resolved)):
+                broken.append(f"{rel(page)}: {target} (no heading #{anchor})")
+    assert not broken, "broken links:\n" + "\n".join(broken)
+
+
+def test_every_docs_page_is_reachable_from_the_index():
+    index = text(REPO / "docs" / "index.md")
+    linked = {(REPO / "docs" / t.partition("#")[0]).resolve() for t in re.findall(r"\]\(([^)\s]+)\)", index)}
+    missing = [rel(p) for p in DOCS if p.name != "index.md" and p.resolve() not in linked]
+    assert not missing, f"docs/index.md does not link to {missing}"
+
+
+# ---------------------------------------------------------------------------------------------------- names
+
+PATH_PATTERN = re.compile(r"(?<![\w/.$-])((?:scripts|data-prep|configs|fairseq_localness|tests|docs|data)/[\w./{},*:-]*)")
+
+
+def expand_braces(path: str) -> List[str]:
+    match = re.search(r"\{([^{}]*)\}", path)
+    if not match:
+        return [path]
+    return [p for alt in match.group(1).split(",") for p in expand_braces(path[: match.start()] + alt + path[match.end():])]
+
+
+def test_every_named_file_exists():
+    missing = []
+    for page in PAGES:
+        for raw in PATH_PATTERN.findall(text(page)):
+            name = raw.rstrip(".,:")
+            if "*" in name or name.endswith("-"):
+                continue  # a pattern (configs/arch/transformer_block*.yaml)
+            for path in expand_braces(name.split("::")[0]):
+                if not (REPO / path).exists():
+                    missing.append(f"{rel(page)}: {path}")
+            if "::" in name:
+                test_file, test_name = name.split("::")
+                if not re.search(rf"def {test_name}\b", text(REPO / test_file)):
+                    missing.append(f"{rel(page)}: {name}")
+    assert not missing, "named but missing:\n" + "\n".join(missing)
+
+
+def find_module(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:  # a parent is a module, not a package: the name is an attribute
+        return False
+
+
+def test_every_named_module_and_entry_point_exists():
+    missing = []
+    scripts = tomllib.loads(text(REPO / "pyproject.toml"))["project"]["scripts"]
+    for page in PAGES:
+        body = text(page)
+        for dotted in set(re.findall(r"\bfairseq_localness(?:\.\w+)+", body)):
+            parts = dotted.split(".")
+            for cut in range(len(parts), 0, -1):  # the longest importable module, then attributes
+                module = ".".join(parts[:cut])
+                if find_module(module):
+                    obj = importlib.import_module(module)
+                    for attr in parts[cut:]:
+                        obj = getattr(obj, attr, None)
+                    if obj is None:
+                        missing.append(f"{rel(page)}: {dotted}")
+                    break
+            else:
+                missing.append(f"{rel(page)}: {dotted}")
+        for command in set(re.findall(r"\bfairseq-localness(?:-[a-z]+)*\b", body)):
+            if command not in scripts and command != "fairseq-localness":  # the project's name
+                missing.append(f"{rel(page)}: console command {command}")
+    assert not missing, "named but missing:\n" + "\n".join(missing)
+
+
+def registered_architectures() -> Dict[str, str]:
+    import fairseq_localness  # noqa: F401
+    from fairseq.models import ARCH_MODEL_NAME_REGISTRY
+
+    return dict(ARCH_MODEL_NAME_REGISTRY)
+
+
+def test_every_named_architecture_exists():
+    from fairseq.models import MODEL_REGISTRY
+
+    archs = registered_architectures()
+    unknown = []
+    for page in PAGES:
+        for name in set(re.findall(r"(?<![<\w])(transformer(?:_[a-z0-9]+)+)\b(?![*\w])", text(page))):
+            if name not in archs and name not in MODEL_REGISTRY and name != EXAMPLE_ARCH:
+                unknown.append(f"{rel(page)}: {name}")
+    assert not unknown, "architectures that fairseq does not know:\n" + "\n".join(sorted(unknown))
+
+
+def plugin_architectures() -> List[str]:
+    return [a for a, m in registered_architectures().items()
+            if m in ("transformer_localness", "transformer_man") and TEST_ARCH not in a]
+
+
+def test_readme_indexes_every_architecture():
+    readme = text(README)
+    ours = plugin_architectures()
+    assert ours and [a for a in ours if f"`{a}`" not in readme] == []
+
+
+def test_docs_document_every_method_option():
+    from fairseq_localness.attention import LOCALITY_METHODS
+
+    docs = "\n".join(text(p) for p in PAGES)
+    undocumented = []
+    for name, method in LOCALITY_METHODS.items():
+        if name == TEST_METHOD:
+            continue
+        # families may document shared flags once: --csan*-window (csan1d, csan2d), --diffwin-P-mode (enc, cross, dec)
+        stems = {name.split("_")[0], name.rstrip("12d")}
+        for fld in dataclasses.fields(method.Options):
+            option = fld.name.replace("_", "-")
+            spellings = {f"--{name.replace('_', '-')}-{option}"}
+            spellings |= {f"--{stem}*-{option}" for stem in stems} | {f"--{stem}-P-{option}" for stem in stems}
+            if not any(s in docs for s in spellings):
+                undocumented.append(f"--{name.replace('_', '-')}-{option}")
+    assert not undocumented, f"method options missing from README.md and docs/: {undocumented}"
+
+
+# ---------------------------------------------------------------------------------------------------- flags
+
+
+def fairseq_flags() -> Set[str]:
+    """Every option of fairseq-train (with each model family's and method's flags), -generate and -preprocess."""
+    from fairseq import options
+
+    found: Set[str] = set()
+    for arch in ("transformer_localness", "transformer_dman"):
+        parser = options.get_training_parser()
+        options.parse_args_and_arch(parser, ["data", "--user-dir", USER_DIR, "--arch", arch, "--task", "translation",
+                                             "--optimizer", "adam", "--lr-scheduler", "inverse_sqrt",
+                                             "--criterion", "label_smoothed_cross_entropy"], parse_known=True)
+        found |= set(parser._option_string_actions)
+    for parser in (options.get_generation_parser(), options.get_interactive_generation_parser()):
+        options.parse_args_and_arch(parser, ["data", "--task", "translation"], parse_known=True)  # adds task flags
+        found |= set(parser._option_string_actions)
+    return found | set(options.get_preprocessing_parser()._option_string_actions)
+
+
+#: prints, as JSON, the --help of each Python entry point in one process (importing fairseq once, not per script)
+HELP_DRIVER = r"""
+import contextlib, io, json, runpy, sys
+texts = {}
+for key, kind, target, args in json.loads(sys.argv[1]):
+    sys.argv = [target, *args, "--help"]
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
+        try:
+            if kind == "path":
+                runpy.run_path(target, run_name="__main__")
+            else:
+                runpy.run_module(target, run_name="__main__", alter_sys=True)
+        except (SystemExit, Exception):  # a helper subcommand without --help (launch.py progress)
+            pass
+    texts[key] = buffer.getvalue()
+print(json.dumps(texts))
+"""
+
+
+def flags_in(help_text: str) -> Set[str]:
+    return set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", help_text))
+
+
+def subcommands(help_text: str) -> List[str]:
+    """Subcommands a --help lists: {a,b,...} in the usage (not an option's choices), or argparse's sub-parser list."""
+    usage = help_text.split("\n\n")[0]
+    found = []
+    for match in re.finditer(r"\{([a-z][\w,-]*)\}", usage):
+        before = usage[: match.start()].split()
+        if not (before and before[-1].lstrip("[").startswith("-")):
+            found += match.group(1).split(",")
+    if re.search(r"usage: \S+ (\[-h\] )?[A-Z_]+ \.\.\.", help_text):  # a sub-parser with a metavar
+        positional = help_text.split("positional arguments:", 1)[-1].split("\n\n")[0]
+        found += re.findall(r"^    ([a-z][\w-]*)(?:\s{2,}|$)", positional, re.M)
+    return found
+
+
+def python_help(entries: List[tuple]) -> Dict[str, str]:
+    import json
+
+    out = run([str(BIN / "python"), "-c", HELP_DRIVER, json.dumps(entries)], env={"PYTHONPATH": str(REPO)}).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+@lru_cache(maxsize=1)
+def known_flags() -> frozenset:
+    """fairseq's options, and every option in the --help of our scripts, data-prep scripts and Python helpers."""
+    found = set(fairseq_flags()) | {"--help"} | EXTERNAL_FLAGS
+    shell = sorted((REPO / "scripts").glob("*.sh")) + sorted((REPO / "data-prep").glob("prepare-*.sh"))
+    for script in shell:
+        if script.name != "python.sh" and not re.search(r'^exec "\$PYTHON"', text(script), re.M):
+            found |= flags_in(run(["bash", str(script), "--help"]).stdout)  # wrappers that exec Python: below
+    entries = [(str(p), "path", str(p), []) for p in sorted((REPO / "scripts").glob("*.py"))]
+    modules = [f"fairseq_localness.prep.{p.stem}" for p in sorted((REPO / "fairseq_localness" / "prep").glob("*.py"))
+               if "__main__" in text(p)]
+    modules += [f"fairseq_localness.evaluation.{p.stem}" for p in sorted((REPO / "fairseq_localness" / "evaluation").glob("*.py"))
+                if "__main__" in text(p)]
+    entries += [(m, "module", m, []) for m in modules]
+    texts = python_help(entries)
+    subs = [(f"{key} {sub}", kind, target, [sub]) for key, kind, target, _ in entries for sub in subcommands(texts[key])]
+    texts.update(python_help(subs) if subs else {})
+    for help_text in texts.values():
+        found |= flags_in(help_text)
+    return frozenset(found)
+
+
+def flag_pattern(flag: str) -> re.Pattern:
+    """--csan*-window and --diffwin-P-mode name a family of flags."""
+    body = re.escape(flag).replace(re.escape("*"), "[a-z0-9]+").replace(re.escape("-P-"), "-(?:enc|cross|dec)-")
+    return re.compile(body + "$")
+
+
+def test_every_named_flag_exists():
+    known = known_flags()
+    unknown = []
+    for page in PAGES:
+        body = text(page).replace("--[no-]", "--no-")  # --[no-]share-all-embeddings names both spellings
+        for flag in set(re.findall(r"(?<![\w<-])(--[a-z][a-z0-9*P-]*[a-z0-9])(?![\w<>-])", body)):
+            if flag in known or ("*" in flag or "-P-" in flag) and any(flag_pattern(flag).match(k) for k in known):
+                continue
+            if page.name == "design.md" and flag.startswith(f"--{EXAMPLE_METHOD.replace('_', '-')}-"):
+                continue  # the worked example's own flags (test_design_example_method_works)
+            unknown.append(f"{rel(page)}: {flag}")
+    assert not unknown, "flags that no command accepts:\n" + "\n".join(sorted(unknown))
+
+
+# ---------------------------------------------------------------------------------------------------- design.md
+
+
+def test_design_example_method_works(tiny_data_bin):
+    """docs/design.md's 'Adding a method' example registers (under a test-only name), builds, and decodes
+    step by step exactly as a full forward pass, padding included."""
+    from fairseq_localness.attention import LOCALITY_METHODS
+
+    design = text(REPO / "docs" / "design.md")
+    example = re.search(r"## Adding a method\n.*?```python\n(.*?)```", design, re.S).group(1)
+    assert len(example.strip().splitlines()) < 40, "the worked example should stay under 40 lines"
+    assert f'"{EXAMPLE_METHOD}"' in example and f'"{EXAMPLE_ARCH}"' in example
+    if TEST_METHOD not in LOCALITY_METHODS:
+        renamed = example.replace(f'"{EXAMPLE_ARCH}"', f'"{TEST_ARCH}"').replace(f'"{EXAMPLE_METHOD}"', f'"{TEST_METHOD}"')
+        exec(compile(renamed, "docs/design.md", "exec"), {})
+    model, task = build_model(TEST_ARCH, tiny_data_bin, {f"{TEST_METHOD}_attention": "encoder,decoder", f"{TEST_METHOD}_slope": 0.7})
+    penalised = [m for m in model.modules() if type(m).__name__ == "DistancePenalty"]
+    assert len(penalised) == 6 and all(m.options.slope == 0.7 for m in penalised)  # layers 1-3 x encoder, decoder
+    assert_incremental_parity(model, task)
+    assert_padding_invariance(model, task)
+
+
+# ---------------------------------------------------------------------------------------------------- README examples
+
+#: a tiny model: the papers' placements (layers 1-3) still fit
+TINY_MODEL = {"encoder_layers": 3, "decoder_layers": 3, "encoder_embed_dim": 32, "decoder_embed_dim": 32,
+              "encoder_ffn_embed_dim": 64, "decoder_ffn_embed_dim": 64, "encoder_attention_heads": 4,
+              "decoder_attention_heads": 4}
+TINY_TRAIN = {"max_update": 2, "max_tokens": 1024, "update_freq": 1, "num_workers": 0, "warmup_updates": 1}
+
+
+def readme_commands() -> List[List[str]]:
+    """Commands of the README's 'Train and translate' section, continuation lines joined, comments dropped."""
+    section = text(README).split("## Train and translate", 1)[1].split("\n## ", 1)[0]
+    commands = []
+    for block in re.findall(r"```bash\n(.*?)```", section, re.S):
+        joined = re.sub(r"\\\n\s*", " ", block)
+        commands += [shlex.split(line, comments=True) for line in joined.splitlines() if line.strip()]
+    return [c for c in commands if c]
+
+
+def readme_examples() -> List[List[List[str]]]:
+    """The commands grouped per example: a training command and the commands that follow it."""
+    examples: List[List[List[str]]] = []
+    for command in readme_commands():
+        if command[0] == "fairseq-train" or command[:2] == ["bash", "scripts/train.sh"]:
+            examples.append([])
+        examples[-1].append(command)
+    return examples
+
+
+def example_id(example: List[List[str]]) -> str:
+    train = example[0]
+    return train[train.index("--arch") + 1] if "--arch" in train else train[3]
+
+
+EXAMPLES = readme_examples()
+FAST_EXAMPLES = {"transformer_gaussian_local_wmt_en_de", "transformer_dman_iwslt_de_en"}
+
+
+def test_readme_has_one_example_per_paper():
+    trained = [example_id(e) for e in EXAMPLES]
+    for family in ("gaussian", "csan", "hybrid", "diffwin", "dman"):
+        assert any(family in arch for arch in trained), f"README has no training example for {family}: {trained}"
+    for example in EXAMPLES:
+        assert example[-1][0] == "fairseq-generate", f"{example_id(example)}: no fairseq-generate after training"
+
+
+def option_value(command: List[str], flag: str) -> str:
+    return command[command.index(flag) + 1]
+
+
+def replace_option(command: List[str], flag: str, value: str) -> List[str]:
+    command = list(command)
+    command[command.index(flag) + 1] = value
+    return command
+
+
+def tiny(command: List[str], data_bin: Path) -> List[str]:
+    """The README's command on the shipped sample at a tiny size (the last value of a repeated flag wins)."""
+    if command[0] in ("fairseq-train", "fairseq-generate"):
+        command = [str(BIN / command[0]), str(data_bin), *replace_option(command, "--user-dir", USER_DIR)[2:]]
+        extra = {**TINY_MODEL, **TINY_TRAIN, "cpu": None} if command[0].endswith("train") else \
+            {"max_len_a": 0, "max_len_b": 8, "cpu": None}
+        for key, value in extra.items():
+            command += [f"--{key.replace('_', '-')}"] + ([] if value is None else [str(value)])
+        return command
+    assert command[:2] == ["bash", "scripts/train.sh"], command
+    overrides = {f"model.{k}": v for k, v in TINY_MODEL.items()}
+    overrides.update({"optimization.max_update": 2, "dataset.num_workers": 0, "lr_scheduler.warmup_updates": 1,
+                      "task.source_lang": "zh", "task.target_lang": "en", "common.cpu": "true"})
+    kept = [arg for arg in command[2:] if arg.split("=")[0] not in overrides]  # the README's own overrides
+    command = ["bash", str(REPO / "scripts" / "train.sh"), *replace_option(kept, "--data", str(data_bin))]
+    return command + ["--max-tokens", "1024", "--effective-tokens", "1024"] + [f"{k}={v}" for k, v in overrides.items()]
+
+
+@pytest.fixture(scope="module")
+def joined_sample(tmp_path_factory) -> Path:
+    """The shipped zh-en sample with one joined dictionary (the examples share all embeddings)."""
+    out = tmp_path_factory.mktemp("sample")
+    run(["bash", str(REPO / "data-prep" / "prepare-sample.sh"), "--out", str(out / "prep"), "--joined-dictionary",
+         "--bpe-tokens", "1000"])
+    return out / "prep" / "data-bin"
+
+
+@pytest.mark.parametrize(
+    "example", [pytest.param(e, id=example_id(e), marks=() if example_id(e) in FAST_EXAMPLES else pytest.mark.slow)
+                for e in EXAMPLES],
+)
+def test_readme_example_trains_and_translates(example, joined_sample, tmp_path):
+    outputs = []
+    for command in example:
+        outputs.append(run(tiny(command, joined_sample), cwd=tmp_path).stdout)
+    checkpoint = tmp_path / option_value(example[-1], "--path")
+    assert checkpoint.exists(), f"the example's fairseq-generate --path {checkpoint} is not where training wrote it"
+    translated = re.findall(r"^H-\d+\t", outputs[-1], re.M)
+    assert len(translated) == 500, f"expected the 500 test sentences, got {len(translated)}"

@@ -1,0 +1,148 @@
+"""The settings evaluation actually uses: defaults read from the data's prep-info.json, and the decoding every
+paper-table row passes to evaluation (fairseq_localness/experiments/reproduce.py).
+
+fairseq-generate is replaced by a stub that writes a fixed output, so only the settings are checked here
+(the BLEU computation itself is checked in tests/test_evaluate.py).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from fairseq_localness.evaluation import evaluate, scoring
+
+SENTENCES = 40  # the synthetic corpus' test split (tests/localness_testing.py)
+
+
+@pytest.fixture
+def eval_dirs(tiny_data_bin, tmp_path):
+    data_bin = tmp_path / "data-bin"
+    shutil.copytree(tiny_data_bin, data_bin)
+    (tmp_path / "tok").mkdir()
+    (tmp_path / "tok" / "test.tgt").write_text("".join(f"REF-{i} A-B\n" for i in range(SENTENCES)))
+    checkpoints = tmp_path / "checkpoints"
+    checkpoints.mkdir()
+    (checkpoints / "checkpoint_best.pt").write_bytes(b"")  # never loaded: generation is stubbed
+    return data_bin, checkpoints
+
+
+@pytest.fixture
+def recorded(monkeypatch):
+    """Stub fairseq-generate; record what generation and scoring were asked to do."""
+    calls: dict = {}
+
+    def fake_generate(a, checkpoint, src, tgt, remove_bpe, out_txt):
+        calls["generate"] = {"beam": a.beam, "lenpen": a.lenpen, "remove_bpe": remove_bpe, "src": src, "tgt": tgt}
+        with open(out_txt, "w") as out:
+            for i in range(SENTENCES):
+                out.write(f"T-{i}\tgenerated-ref {i}\nH-{i}\t-0.5\thyp a-b {i}\n")
+        return ["fairseq-generate", "(stub)"]
+
+    real_score_all = scoring.score_all
+
+    def spy(hyps, refs, **kwargs):
+        calls["score"] = {"refs": list(refs), **kwargs}
+        return real_score_all(hyps, refs, **kwargs)
+
+    monkeypatch.setattr(evaluate, "run_generate", fake_generate)
+    monkeypatch.setattr(evaluate.scoring, "score_all", spy)
+    return calls
+
+
+def run_evaluate(checkpoints: Path, data_bin: Path, *flags: str) -> dict:
+    args = evaluate.build_parser().parse_args([str(checkpoints), str(data_bin), "--no-sacrebleu",
+                                              "--bootstrap-samples", "0", "--out", str(checkpoints / "eval"), "--force",
+                                              *flags])
+    return evaluate.evaluate(args)
+
+
+PREP_INFO = {"script": "prepare-x.sh", "src": "src", "tgt": "tgt", "bpe": "sentencepiece", "lowercased": True,
+             "compound_split": True, "tok_ref": "../tok/test.tgt", "detok_ref": None}
+
+
+def test_defaults_come_from_prep_info(eval_dirs, recorded):
+    data_bin, checkpoints = eval_dirs
+    (data_bin / "prep-info.json").write_text(json.dumps(PREP_INFO))
+    scores = run_evaluate(checkpoints, data_bin)
+    assert recorded["generate"]["remove_bpe"] == "sentencepiece"
+    assert recorded["score"]["lowercase"] is True and recorded["score"]["compound"] is True
+    assert recorded["score"]["refs"][:2] == ["REF-0 A-B", "REF-1 A-B"]  # tok_ref, relative to DATA_BIN
+    assert scores["tok_ref"] == str((data_bin.parent / "tok" / "test.tgt").resolve())
+
+
+def test_flags_override_prep_info(eval_dirs, recorded):
+    data_bin, checkpoints = eval_dirs
+    (data_bin / "prep-info.json").write_text(json.dumps(PREP_INFO))
+    run_evaluate(checkpoints, data_bin, "--no-lowercase", "--no-compound-split", "--remove-bpe", "none",
+                 "--beam", "4", "--lenpen", "0.6")
+    assert recorded["generate"] == {"beam": 4, "lenpen": 0.6, "remove_bpe": "none", "src": "src", "tgt": "tgt"}
+    assert recorded["score"]["lowercase"] is False and recorded["score"]["compound"] is False
+
+
+def test_without_prep_info_nothing_is_assumed(eval_dirs, recorded):
+    data_bin, checkpoints = eval_dirs
+    run_evaluate(checkpoints, data_bin)
+    assert recorded["generate"]["remove_bpe"] == "subword_nmt"
+    assert recorded["score"]["lowercase"] is False and recorded["score"]["compound"] is False
+    assert recorded["score"]["refs"][0] == "generated-ref 0"  # fairseq-generate's T- lines
+
+
+def test_compound_split_changes_the_score_as_expected(eval_dirs, recorded):
+    """'a-b' is split into 'a ##AT##-##AT## b' on both sides only with compound splitting on."""
+    data_bin, checkpoints = eval_dirs
+    info = dict(PREP_INFO, lowercased=False)
+    (data_bin / "prep-info.json").write_text(json.dumps(info))
+    split = run_evaluate(checkpoints, data_bin)
+    plain = run_evaluate(checkpoints, data_bin, "--no-compound-split")
+    assert split != plain
+    assert scoring.compound_split("hyp a-b 0") == "hyp a ##AT##-##AT## b 0"
+
+
+# --- the decoding each paper-table row passes to evaluation -------------------------------------------------------
+
+#: (beam, length penalty, lowercased BLEU, En-De compound splitting) each paper decoded and scored with,
+#: written out from the papers (and the tools they name where a paper is silent):
+#: Yang et al. 2018/2019 and Xu et al. 2019 used THUMT (Yang 2018 Sec. 4.1, Xu 2019 App. A.1), whose
+#: decoding defaults are beam 4, alpha 0.6; case-sensitive BLEU (Xu 2019 Sec. 4). Nguyen et al. 2020:
+#: case-sensitive tokenized BLEU (Sec. 5.1) with the Ott et al. 2018 fairseq recipe (beam 4, lenpen 0.6).
+#: Fan et al. 2021 Sec. 3.1.1: beam 4 / lenpen 0.6 for base and big (WMT14 En-De, compound-split by the
+#: released test scripts), beam 5 / lenpen 1.0 for small (IWSLT14 De-En, case-insensitive, Sec. 3.2.1).
+THUMT = (4, 0.6, False, False)
+EXPECTED_DECODING = {
+    "yang2018": lambda setting: THUMT,
+    "yang2019": lambda setting: THUMT,
+    "xu2019": lambda setting: THUMT,
+    "nguyen2020": lambda setting: (4, 0.6, False, False),
+    "fan2021": lambda setting: (5, 1.0, True, False) if "iwslt14" in setting else (4, 0.6, False, True),
+}
+
+
+def planned_rows():
+    from fairseq_localness.experiments import reproduce
+
+    tables = reproduce.load_tables()
+    for paper, spec in tables["papers"].items():
+        for table in spec["tables"]:
+            for row in reproduce.table_rows(tables, paper, table):
+                if not (row.quoted or row.pending) and row.setting and row.arch:
+                    yield tables, row
+
+
+def test_every_row_passes_its_papers_decoding_to_evaluation(tmp_path):
+    """The evaluation command of each trained row, parsed by evaluation's own parser, carries the paper's
+    beam, length penalty, casing and compound splitting explicitly (never left to prep-info defaults)."""
+    from fairseq_localness.experiments import reproduce
+
+    checked = {}
+    for tables, row in planned_rows():
+        plan = reproduce.plan_row(row, tables, tmp_path / "work", tmp_path / "data", [])
+        assert plan.evaluate[:2] == ["bash", str(reproduce.SCRIPTS / "evaluate.sh")]
+        a = evaluate.build_parser().parse_args([str(x) for x in plan.evaluate[2:]])
+        got = (a.beam, a.lenpen, a.lowercase, a.compound_split)
+        assert got == EXPECTED_DECODING[row.paper](row.setting), f"{row.paper} table {row.table} row {row.id}"
+        checked[row.paper] = checked.get(row.paper, 0) + 1
+    assert set(checked) == set(EXPECTED_DECODING), checked  # every paper has trained rows

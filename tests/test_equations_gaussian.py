@@ -1,0 +1,161 @@
+"""Gaussian localness (Yang et al. 2018) and relative positions (Shaw et al. 2018) from their equations.
+
+Gaussian (equation numbers of Yang et al. 2018):
+    ATT = softmax(q k^T / sqrt(d) + G),  G_ij = -(j - P_i)^2 / (2 sigma_i^2),  sigma_i = D_i / 2     (Eq. 4-5)
+    P_i = I sigmoid(U_p^T tanh(W_p Q_i))                                                         (Eq. 6, 8)
+    D_i = I sigmoid(U_d^T tanh(W_p Q_i))       query-specific window                              (Eq. 7, 9)
+    D   = I sigmoid(U_d^T tanh(W_d K_bar))     layer-specific window, K_bar the mean of the keys  (Eq. 9)
+    D   = fixed,  D_h = N sigmoid(z_h)         fixed and head-specific windows                    (Section 4.1)
+I is the real sentence length (the prefix length i + 1 in decoder self-attention); in decoder self-attention
+K_bar is the mean of the keys the query can see (1..i).
+
+Relative positions (Shaw et al. 2018):
+    e_ij = q_i (k_j + a^K_ij)^T / sqrt(d),  z_i = sum_j alpha_ij (v_j + a^V_ij),  a_ij = w_clip(j - i, k)   (Eq. 3-6)
+
+All projections of the attention are the identity (q = k = v = x per head); the methods' own weights are
+set to fixed values and every expected number is computed from the lines above, query by query.
+"""
+
+import math
+
+import pytest
+import torch
+
+from fairseq_localness.methods.gaussian import GaussianLocalness, GaussianOptions
+from fairseq_localness.methods.relative_position import RelativePositionOptions, RelativePositions
+from localness_testing import assert_attention, causal_mask, hand_attention, identity_attention
+
+DIM, HEADS, LENGTH, PAD = 4, 2, 7, 2
+D = DIM // HEADS
+
+
+def inputs(attn_type, seed=0):
+    torch.manual_seed(seed)
+    x = torch.randn(LENGTH, 2, DIM)
+    padding = torch.zeros(2, LENGTH, dtype=torch.bool)
+    if attn_type == "encoder":
+        padding[1, :PAD] = True
+    else:
+        padding[1, LENGTH - PAD:] = True
+    return x, padding
+
+
+def positions(b, attn_type):
+    if b == 0:
+        return {j: j for j in range(LENGTH)}
+    if attn_type == "encoder":
+        return {j: j - PAD for j in range(PAD, LENGTH)}
+    return {j: j for j in range(LENGTH - PAD)}
+
+
+def visible(b, attn_type):
+    """support(b, h, i): the real keys query i sees (j <= i in the decoder)."""
+    def support(b_, h, i):
+        pos = positions(b_, attn_type)
+        if i not in pos:
+            return []
+        return [j for j in pos if attn_type == "encoder" or j <= i]
+    return support
+
+
+def rows(attn_type):
+    return {b: list(positions(b, attn_type)) for b in (0, 1)}
+
+
+def sigmoid(value: float) -> float:
+    return 1 / (1 + math.exp(-value))
+
+
+def set_weights(method, seed=5):
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name in ("w_p", "u_p", "u_d", "w_d"):
+            module = getattr(method, name, None)
+            if module is not None:
+                module.weight.copy_(torch.randn(module.weight.shape, generator=gen))
+        if hasattr(method, "z"):
+            method.z.copy_(torch.tensor([0.3, -1.2]))
+
+
+@pytest.mark.parametrize("attn_type", ["encoder", "decoder"])
+@pytest.mark.parametrize("strategy", ["query", "layer", "fixed", "head"])
+def test_gaussian_attention_from_eq_4_to_9(attn_type, strategy):
+    options = GaussianOptions(window=strategy, attention=attn_type, fixed_window=3.0, head_window_max=6.0)
+    attention = identity_attention([(GaussianLocalness, options)], DIM, HEADS, attn_type)
+    method = attention.locality[0]
+    set_weights(method)
+    x, padding = inputs(attn_type)
+    w_p, u_p = method.w_p.weight.double(), method.u_p.weight.double()
+    centers, windows = {}, {}
+    for b in (0, 1):
+        pos = positions(b, attn_type)
+        for i in pos:
+            length = pos[i] + 1 if attn_type == "decoder" else len(pos)  # I
+            hidden = torch.tanh(w_p @ x[i, b].double())  # tanh(W_p Q_i), Eq. 8
+            if strategy == "layer":
+                seen = [j for j in pos if attn_type == "encoder" or j <= i]
+                mean_key = sum(x[j, b].double() for j in seen) / len(seen)  # K_bar
+                layer_hidden = torch.tanh(method.w_d.weight.double() @ mean_key)
+            for h in range(HEADS):
+                centers[b, h, i] = length * sigmoid(float(u_p[h] @ hidden))  # Eq. 6
+                if strategy == "query":
+                    windows[b, h, i] = length * sigmoid(float(method.u_d.weight.double()[h] @ hidden))
+                elif strategy == "layer":
+                    windows[b, h, i] = length * sigmoid(float(method.u_d.weight.double()[h] @ layer_hidden))
+                elif strategy == "fixed":
+                    windows[b, h, i] = 3.0
+                else:
+                    windows[b, h, i] = 6.0 * sigmoid([0.3, -1.2][h])
+
+    def gaussian(b, h, i, j):  # Eq. 5, j in sentence positions
+        sigma = windows[b, h, i] / 2
+        return -((positions(b, attn_type)[j] - centers[b, h, i]) ** 2) / (2 * sigma**2)
+
+    weights, out = hand_attention(x, x, HEADS, visible(None, attn_type), extra=gaussian)
+    mask = causal_mask(LENGTH) if attn_type == "decoder" else None
+    assert_attention(attention, x, weights, out, rows(attn_type), key_padding_mask=padding, attn_mask=mask)
+
+
+def test_layer_window_uses_the_mean_key_not_the_sum():
+    """With K_bar the sum of the keys the layer-specific window would differ (the data are chosen so)."""
+    options = GaussianOptions(window="layer")
+    attention = identity_attention([(GaussianLocalness, options)], DIM, HEADS, "encoder")
+    method = attention.locality[0]
+    set_weights(method)
+    x, _ = inputs("encoder")
+    mean_key, sum_key = x[:, 0].double().mean(0), x[:, 0].double().sum(0)
+    u_d, w_d = method.u_d.weight.double(), method.w_d.weight.double()
+    assert (u_d @ torch.tanh(w_d @ mean_key) - u_d @ torch.tanh(w_d @ sum_key)).abs().max() > 0.1
+
+
+@pytest.mark.parametrize("attn_type", ["encoder", "decoder"])
+@pytest.mark.parametrize("values", [True, False])
+@pytest.mark.parametrize("clip", [1, 2])
+def test_relative_positions_from_eq_3_to_6(attn_type, values, clip):
+    options = RelativePositionOptions(max_distance=clip, values=values, attention=attn_type)
+    attention = identity_attention([(RelativePositions, options)], DIM, HEADS, attn_type)
+    method = attention.locality[0]
+    gen = torch.Generator().manual_seed(7)
+    with torch.no_grad():
+        method.key_embeddings.copy_(torch.randn(2 * clip + 1, D, generator=gen))
+        if values:
+            method.value_embeddings.copy_(torch.randn(2 * clip + 1, D, generator=gen))
+    x, padding = inputs(attn_type, seed=1)
+
+    def bucket(b, i, j):  # clip(j - i, k) + k, sentence positions
+        pos = positions(b, attn_type)
+        return max(-clip, min(clip, pos[j] - pos[i])) + clip
+
+    def key_term(b, h, i, j):  # q_i a^K_ij / sqrt(d)
+        return float(x[i, b, h * D:(h + 1) * D] @ method.key_embeddings[bucket(b, i, j)]) / math.sqrt(D)
+
+    weights, out = hand_attention(x, x, HEADS, visible(None, attn_type), extra=key_term)
+    if values:  # + sum_j alpha_ij a^V_ij (Eq. 3)
+        for b, queries in rows(attn_type).items():
+            for i in queries:
+                for h in range(HEADS):
+                    for j in range(LENGTH):
+                        if weights[b, h, i, j] > 0:
+                            out[i, b, h * D:(h + 1) * D] += weights[b, h, i, j] * method.value_embeddings[bucket(b, i, j)].double()
+    mask = causal_mask(LENGTH) if attn_type == "decoder" else None
+    assert_attention(attention, x, weights, out, rows(attn_type), key_padding_mask=padding, attn_mask=mask)

@@ -1,0 +1,104 @@
+"""Mask attention (Fan et al. 2021) from its equations, on hand-made inputs.
+
+    S_M(Q, K)[t, s] = M[t, s] exp(q_t k_s / sqrt(d)) / sum_s' M[t, s'] exp(q_t k_s' / sqrt(d))     (Eq. 4)
+    SMAN: M[t, s] = 1 if |t - s| <= b else 0,  b = sqrt(L) / 2 (SMAN1) or fixed (SMAN2)           (Eq. 11)
+    DMAN: M_i[t, s] = sigmoid(h_t W + P_{t-s} + U_i)                                             (Eq. 12)
+
+L is the real sentence length (the prefix length t + 1 in decoder self-attention); P has one entry per
+distance t - s, distances beyond the table share its last entry; ``min_mask`` clamps M from below.
+"""
+
+import math
+
+import pytest
+import torch
+
+from fairseq_localness.methods.mask_attention import DMANOptions, DynamicMask, SMANOptions, StaticMask
+from localness_testing import assert_attention, causal_mask, hand_attention, identity_attention
+
+DIM, HEADS, LENGTH, PAD = 4, 2, 7, 2
+MAX_POSITIONS = 4  # P covers distances -3..3 (encoder) or 0..3 (decoder): the 7-token inputs exceed it
+
+
+def inputs(attn_type, seed=0):
+    torch.manual_seed(seed)
+    x = torch.randn(LENGTH, 2, DIM)
+    padding = torch.zeros(2, LENGTH, dtype=torch.bool)
+    if attn_type == "encoder":
+        padding[1, :PAD] = True
+    else:
+        padding[1, LENGTH - PAD:] = True
+    return x, padding
+
+
+def positions(b, attn_type):
+    if b == 0:
+        return {j: j for j in range(LENGTH)}
+    if attn_type == "encoder":
+        return {j: j - PAD for j in range(PAD, LENGTH)}
+    return {j: j for j in range(LENGTH - PAD)}
+
+
+def rows(attn_type):
+    return {b: list(positions(b, attn_type)) for b in (0, 1)}
+
+
+def visible(attn_type, keep=lambda b, h, i, j: True):
+    def support(b, h, i):
+        pos = positions(b, attn_type)
+        if i not in pos:
+            return []
+        return [j for j in pos if (attn_type == "encoder" or j <= i) and keep(b, h, i, j)]
+    return support
+
+
+@pytest.mark.parametrize("attn_type", ["encoder", "decoder"])
+@pytest.mark.parametrize("min_mask", [0.0, 0.3])
+def test_dman_is_eq_4_with_the_mask_of_eq_12(attn_type, min_mask):
+    attention = identity_attention([(DynamicMask, DMANOptions(attention=attn_type, min_mask=min_mask))], DIM, HEADS,
+                                   attn_type, max_positions=MAX_POSITIONS)
+    method = attention.locality[0]
+    # P_{t-s} by distance, written out: encoder distances -3..3, decoder 0..3
+    table = {d: 0.5 * d - 0.4 * d * d for d in range(-(MAX_POSITIONS - 1), MAX_POSITIONS)}
+    if attn_type == "decoder":
+        table = {d: v for d, v in table.items() if d >= 0}
+    w, u = torch.tensor([0.7, -0.3, 1.1, 0.2]), torch.tensor([0.4, -1.5])
+    with torch.no_grad():
+        method.context_weight.copy_(w)
+        method.head_bias.copy_(u)
+        method.distance_bias.copy_(torch.tensor([table[d] for d in sorted(table)]))
+    x, padding = inputs(attn_type)
+    low, high = min(table), max(table)
+
+    def mask(b, h, t, s):  # Eq. 12, with the clamp of --dman-min-mask
+        pos = positions(b, attn_type)
+        distance = max(low, min(high, pos[t] - pos[s]))
+        value = 1 / (1 + math.exp(-(float(w @ x[t, b]) + table[distance] + float(u[h]))))
+        return max(value, min_mask)
+
+    # Eq. 4: M exp(e) / sum M exp(e) = softmax(e + log M)
+    weights, out = hand_attention(x, x, HEADS, visible(attn_type), extra=lambda *a: math.log(mask(*a)))
+    causal = causal_mask(LENGTH) if attn_type == "decoder" else None
+    assert_attention(attention, x, weights, out, rows(attn_type), key_padding_mask=padding, attn_mask=causal)
+
+
+@pytest.mark.parametrize("attn_type", ["encoder", "decoder"])
+@pytest.mark.parametrize("window,width", [("sqrt", 4.0), ("fixed", 1.5), ("fixed", 0.0), ("fixed", 1.0)])
+def test_sman_band(attn_type, window, width):
+    attention = identity_attention([(StaticMask, SMANOptions(attention=attn_type, window=window, width=width))], DIM, HEADS,
+                                   attn_type)
+    x, padding = inputs(attn_type, seed=1)
+
+    def inside(b, h, t, s):  # Eq. 11
+        pos = positions(b, attn_type)
+        length = pos[t] + 1 if attn_type == "decoder" else len(pos)
+        half_width = math.sqrt(length) / 2 if window == "sqrt" else width
+        return abs(pos[t] - pos[s]) <= half_width
+
+    weights, out = hand_attention(x, x, HEADS, visible(attn_type, inside))
+    if window == "fixed" and width == 0.0:  # M = I: every query sees itself only
+        assert torch.equal(weights[0, 0], torch.eye(LENGTH, dtype=weights.dtype))
+    if window == "sqrt" and attn_type == "encoder":  # L = 7: b = 1.32 -> |t - s| <= 1; L = 5: b = 1.12
+        assert [j for j in range(LENGTH) if weights[0, 0, 3, j] > 0] == [2, 3, 4]
+    causal = causal_mask(LENGTH) if attn_type == "decoder" else None
+    assert_attention(attention, x, weights, out, rows(attn_type), key_padding_mask=padding, attn_mask=causal)
