@@ -35,6 +35,10 @@ script_option() {
 
 parse_args "$@"
 [[ $SRC != "$TGT" ]] || die "--src and --tgt must differ, both are '$SRC'"
+case $TEST_SET in
+    test_2016_flickr|test_2017_flickr|test_2018_flickr|test_2017_mscoco) ;;
+    *) die "--test must be test_2016_flickr, test_2017_flickr, test_2018_flickr or test_2017_mscoco, got '$TEST_SET'" ;;
+esac
 require_modules subword_nmt fairseq_cli
 prepare_out_dir
 

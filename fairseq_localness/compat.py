@@ -206,6 +206,15 @@ def fix_no_repeat_ngram() -> bool:
     return True
 
 
+def numpy2_compat_long() -> None:
+    """ve-fairseq 0.12.3 uses ``np.compat.long``, which numpy 2 removed: TokenBlockDataset's ``eos`` break
+    mode (language-model sampling with fairseq-interactive, ``--sample-break-mode eos``) fails without it."""
+    try:
+        np.compat.long  # noqa: B018  (numpy < 2: present)
+    except AttributeError:
+        np.compat = argparse.Namespace(long=np.int64)  # numpy 1's np.compat.long was int: int64 here
+
+
 def apply() -> None:
     """Idempotently apply every fix."""
     global _applied
@@ -219,4 +228,5 @@ def apply() -> None:
         data_utils.batch_by_size = keep_last_batch(data_utils.batch_by_size)
     fix_diverse_beam_search()
     fix_no_repeat_ngram()
+    numpy2_compat_long()
     _applied = True

@@ -51,20 +51,38 @@ def write_senteval(directory: Path, sizes=(("train.tsv", 200), ("dev.tsv", 40), 
 
 
 @pytest.fixture(scope="module")
-def toy_bin(tmp_path_factory) -> Path:
-    from fairseq_cli import preprocess
-
+def toy_prep(tmp_path_factory) -> Path:
+    """The toy task through data-prep/prepare-sst2.sh (offline, --raw-dir)."""
     root = tmp_path_factory.mktemp("toy_sst")
     write_senteval(root / "raw")
-    split_sst(str(root / "raw"), str(root / "text"))
+    run(["bash", str(REPO / "data-prep" / "prepare-sst2.sh"), "--raw-dir", str(root / "raw"), "--out",
+         str(root / "prep")], env={"PYTHON": str(BIN / "python")})
+    return root
+
+
+@pytest.fixture(scope="module")
+def toy_bin(toy_prep) -> Path:
+    return toy_prep / "prep" / "data-bin"
+
+
+def test_prepare_sst2_layout_and_refusals(toy_prep, tmp_path):
+    prep = toy_prep / "prep"
     for key in ("input0", "label"):
-        args = options.get_preprocessing_parser().parse_args([
-            "--only-source", "--destdir", str(root / "bin" / key), "--workers", "1",
-            *[x for split, flag in (("train", "--trainpref"), ("valid", "--validpref"), ("test", "--testpref"))
-              for x in (flag, str(root / "text" / key / f"{split}.txt"))],
-        ])
-        preprocess.main(args)
-    return root / "bin"
+        for split in ("train", "valid", "test"):
+            assert (prep / "data-bin" / key / f"{split}.bin").is_file()
+    labels = (prep / "tok" / "label" / "valid.txt").read_text().split()
+    raw = [line.rsplit("\t", 1)[1] for line in (toy_prep / "raw" / "dev.tsv").read_text().splitlines()]
+    assert labels == raw  # dev.tsv became the valid split, line by line
+    script = ["bash", str(REPO / "data-prep" / "prepare-sst2.sh")]
+    env = {"PYTHON": str(BIN / "python")}
+    again = run([*script, "--raw-dir", str(toy_prep / "raw"), "--out", str(prep)], env=env, check=False)
+    assert again.returncode != 0 and "already holds finished data" in again.stderr
+    bad = tmp_path / "bad"
+    write_senteval(bad)
+    with open(bad / "train.tsv", "a") as f:
+        f.write("no label here\n")
+    proc = run([*script, "--raw-dir", str(bad), "--out", str(tmp_path / "out")], env=env, check=False)
+    assert proc.returncode != 0 and "train.tsv:201: expected 'sentence<TAB>label'" in proc.stderr + proc.stdout
 
 
 def build(data: Path, arch: str, extra=()):
@@ -128,6 +146,30 @@ def test_pooling_ignores_padding_end_to_end(toy_bin):
     torch.testing.assert_close(pooled[1], top.mean(dim=0)[0], atol=1e-6, rtol=0)
 
 
+def encoder_methods():
+    from fairseq_localness.attention import LOCALITY_METHODS
+
+    return sorted(name for name, method in LOCALITY_METHODS.items() if "encoder" in method.supported_attention)
+
+
+@pytest.mark.parametrize("method", encoder_methods())
+@torch.no_grad()
+def test_every_encoder_method_pools_padded_batches_like_single_sentences(toy_bin, method):
+    flag = "--" + method.replace("_", "-")
+    model, task = build(toy_bin, "localness_classifier_tiny",
+                        ["--locality-methods", method, f"{flag}-layers", "1", f"{flag}-attention", "encoder"])
+    assert [m.name for m in model.encoder.layers[0].self_attn.locality] == [method]
+    d = task.source_dictionary
+    sentences = [[d.index(w) for w in ("good", "w3", "w1", "w7", "w2")] + [d.eos()], [d.index("bad"), d.eos()]]
+    batch = torch.full((2, 6), d.pad(), dtype=torch.long)
+    for b, s in enumerate(sentences):
+        batch[b, : len(s)] = torch.tensor(s)
+    pooled, _ = model(batch, torch.tensor([6, 2]))
+    for b, s in enumerate(sentences):
+        torch.testing.assert_close(pooled[b : b + 1], model(torch.tensor([s]), torch.tensor([len(s)]))[0],
+                                   atol=1e-5, rtol=0)
+
+
 @torch.no_grad()
 def test_first_token_pooling_and_mlp_head(toy_bin):
     model, task = build(toy_bin, "localness_classifier_tiny",
@@ -172,7 +214,8 @@ def test_train_few_updates_then_validate_reports_accuracy(toy_bin, tmp_path):
          "--save-dir", str(tmp_path), "--no-epoch-checkpoints", "--disable-validation", "--no-progress-bar",
          "--num-workers", "0", "--seed", "1"])
     proc = run([str(BIN / "fairseq-validate"), str(toy_bin), "--user-dir", USER_DIR, *TASK,
-                "--path", str(tmp_path / "checkpoint_last.pt"), "--valid-subset", "valid,test", "--batch-size", "64", "--num-workers", "0"])
+                "--path", str(tmp_path / "checkpoint_last.pt"), "--valid-subset", "valid,test", "--batch-size", "64",
+                "--num-workers", "0"])
     accuracy = validate_accuracies(proc.stdout + proc.stderr)
     assert set(accuracy) == {"valid", "test"}
     # one word decides the label: 40 updates learn it (chance is 50%)
@@ -199,7 +242,7 @@ def test_plain_tiny_encoder_on_sst2(tmp_path):
 #: the recipe of docs/tasks.md (Nguyen et al. state only the model size and the 3,000 updates; the rest is ours)
 SST_RECIPE = [
     "--optimizer", "adam", "--adam-betas", "(0.9,0.98)", "--lr", "1e-3", "--lr-scheduler", "inverse_sqrt",
-    "--warmup-updates", "300", "--batch-size", "64", "--validate-interval-updates", "500",
-    "--save-interval-updates", "500", "--keep-interval-updates", "1", "--no-epoch-checkpoints",
+    "--warmup-updates", "300", "--batch-size", "64", "--validate-interval-updates", "250",
+    "--save-interval-updates", "250", "--keep-interval-updates", "1", "--no-epoch-checkpoints",
     "--best-checkpoint-metric", "accuracy", "--maximize-best-checkpoint-metric", "--num-workers", "0", "--seed", "1",
 ]

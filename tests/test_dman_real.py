@@ -1,8 +1,7 @@
 """DMAN on real data (issue 18): Multi30k de->en preparation, learning curves, and the slow equal-budget check.
 
-The slow test trains the plain Transformer, DMAN and SMAN with one recipe and one budget
-(docs/dman.md, "Equal-budget comparison") and requires DMAN within 0.5 BLEU of the Transformer or
-above it. Corpus: ``<repo>/../shared/data/multi30k/tok`` (skipped where it is absent).
+The slow test trains the plain Transformer and DMAN with the issue's recipe and budget
+(docs/dman.md, "The slow test") and requires DMAN within 0.5 BLEU of the Transformer or above it. Corpus: ``<repo>/../shared/data/multi30k/tok`` (skipped where it is absent).
 """
 
 import os
@@ -22,19 +21,19 @@ REPO = Path(__file__).resolve().parents[1]
 MULTI30K_TOK = REPO.parent / "shared" / "data" / "multi30k" / "tok"
 BIN = Path(sys.executable).parent
 
-#: docs/dman.md's equal-budget recipe: the issue's (Adam 1e-3, inverse-sqrt warm-up 500, dropout 0.3,
-#: label smoothing 0.1, 3+3 layers, 4 heads, shared embeddings, seed 1) at width 128 / FFN 256,
-#: 1,024 tokens per update and 600 updates, so that one run fits a CPU core in ~10-20 minutes
+#: the issue's recipe (docs/dman.md, "The slow test"): 256-dim 3+3 layers, 4 heads, FFN 512, shared
+#: embeddings, Adam 1e-3, inverse-sqrt warm-up 500, dropout 0.3, label smoothing 0.1, 1,500 updates of
+#: 2,048 tokens, seed 1, one CPU thread per training. At 600 updates and half the width the validation
+#: losses already agree but BLEU (~10) is still dominated by output length, so the check uses the full budget.
 RECIPE = [
-    "--encoder-layers", "3", "--decoder-layers", "3", "--encoder-embed-dim", "128", "--decoder-embed-dim", "128",
-    "--encoder-ffn-embed-dim", "256", "--decoder-ffn-embed-dim", "256",
+    "--encoder-layers", "3", "--decoder-layers", "3", "--encoder-embed-dim", "256", "--decoder-embed-dim", "256",
+    "--encoder-ffn-embed-dim", "512", "--decoder-ffn-embed-dim", "512",
     "--encoder-attention-heads", "4", "--decoder-attention-heads", "4", "--share-all-embeddings",
     "--optimizer", "adam", "--adam-betas", "(0.9,0.98)", "--lr", "1e-3", "--lr-scheduler", "inverse_sqrt",
     "--warmup-updates", "500", "--warmup-init-lr", "1e-7", "--dropout", "0.3",
     "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1",
-    "--max-tokens", "1024", "--max-update", "600", "--seed", "1", "--num-workers", "0", "--cpu",
-    "--no-epoch-checkpoints", "--no-last-checkpoints", "--validate-interval-updates", "100",
-    "--log-format", "simple", "--log-interval", "50",
+    "--max-tokens", "2048", "--max-update", "1500", "--seed", "1", "--num-workers", "0", "--cpu",
+    "--no-epoch-checkpoints", "--no-last-checkpoints", "--log-format", "simple", "--log-interval", "100",
 ]
 BLEU_MARGIN = 0.5
 
@@ -61,6 +60,22 @@ def test_multi30k_select_copies_and_checks(tmp_path):
     assert not (tmp_path / "again").exists()
     with pytest.raises(CheckError, match="not a Multi30k Task 1 test set"):
         select_splits(str(tok), str(tmp_path / "again"), "de", "en", test="test2016")
+
+
+def test_prepare_multi30k_script(tmp_path):
+    """The real files, offline: BPE-encoded splits of the published sizes, a joined dictionary, no overwrite."""
+    if not (MULTI30K_TOK / "train.lc.norm.tok.de").is_file():
+        pytest.skip(f"Multi30k not found at {MULTI30K_TOK} (CI provides it at ../shared/data)")
+    out = tmp_path / "m30k"
+    cmd = ["bash", REPO / "data-prep" / "prepare-multi30k.sh", "--raw-dir", MULTI30K_TOK, "--out", out, "--bpe-tokens", "500"]
+    run(cmd, tmp_path / "prep.log")
+    for split, pairs in (("train", 29000), ("valid", 1014), ("test", 1000)):
+        for lang in ("de", "en"):
+            assert len((out / f"{split}.{lang}").read_text(encoding="utf-8").splitlines()) == pairs
+    assert (out / "data-bin" / "dict.de.txt").read_bytes() == (out / "data-bin" / "dict.en.txt").read_bytes()
+    assert "@@ " in (out / "train.de").read_text(encoding="utf-8")
+    refused = subprocess.run([str(c) for c in cmd], capture_output=True, text=True)
+    assert refused.returncode != 0 and "already holds finished data" in refused.stderr
 
 
 # --------------------------------------------------------------------------- learning curves
@@ -109,7 +124,7 @@ def train_and_score(data_bin: Path, work: Path, arch: str) -> float:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(7200)
+@pytest.mark.timeout(14400)
 def test_dman_matches_the_transformer_on_multi30k(tmp_path):
     """Same recipe and budget: DMAN (default --man-norm pre) within 0.5 BLEU of the Transformer, or above."""
     if not (MULTI30K_TOK / "train.lc.norm.tok.de").is_file():

@@ -29,9 +29,10 @@ PAGES = [README, *DOCS]
 EXAMPLE_METHOD, EXAMPLE_ARCH = "distance_penalty", "transformer_distance_penalty"
 TEST_METHOD, TEST_ARCH = "docs_test_penalty", "transformer_docs_test_penalty"
 #: flags of other tools that the docs show: sacreBLEU's reference export, Hydra's (fairseq-hydra-train), Slurm's
-#: sbatch options in docs/cluster.md, tar and mutmut in docs/testing.md's mutation-testing recipe
+#: sbatch options in docs/cluster.md, tar and mutmut in docs/testing.md's mutation-testing recipe, pip's offline
+#: install in docs/gpu.md
 EXTERNAL_FLAGS = {"--echo", "--config-dir", "--config-name", "--multirun", "--gres", "--ntasks-per-node", "--signal",
-                  "--dependency", "--kill-on-invalid-dep", "--exclude", "--max-children"}
+                  "--dependency", "--kill-on-invalid-dep", "--exclude", "--max-children", "--no-index", "--no-deps"}
 
 
 def text(path: Path) -> str:
@@ -218,11 +219,14 @@ def fairseq_flags() -> Set[str]:
     from fairseq import options
 
     found: Set[str] = set()
-    for arch in ("transformer_localness", "transformer_dman"):
+    for arch, task, criterion in (("transformer_localness", "translation", "label_smoothed_cross_entropy"),
+                                  ("transformer_dman", "translation", "label_smoothed_cross_entropy"),
+                                  ("localness_classifier_tiny", "sentence_prediction", "sentence_prediction"),
+                                  ("transformer_lm_localness", "language_modeling", "cross_entropy")):
         parser = options.get_training_parser()
-        options.parse_args_and_arch(parser, ["data", "--user-dir", USER_DIR, "--arch", arch, "--task", "translation",
+        options.parse_args_and_arch(parser, ["data", "--user-dir", USER_DIR, "--arch", arch, "--task", task,
                                              "--optimizer", "adam", "--lr-scheduler", "inverse_sqrt",
-                                             "--criterion", "label_smoothed_cross_entropy"], parse_known=True)
+                                             "--criterion", criterion], parse_known=True)
         found |= set(parser._option_string_actions)
     for parser in (options.get_generation_parser(), options.get_interactive_generation_parser()):
         options.parse_args_and_arch(parser, ["data", "--task", "translation"], parse_known=True)  # adds task flags
@@ -260,7 +264,8 @@ def subcommands(help_text: str) -> List[str]:
     found = []
     for match in re.finditer(r"\{([a-z][\w,-]*)\}", usage):
         before = usage[: match.start()].split()
-        if not (before and before[-1].lstrip("[").startswith("-")):
+        option_value = before and before[-1].lstrip("[").startswith("-") and not before[-1].endswith("]")
+        if not option_value:  # "[--device {auto,cpu}]" are choices, "[-h] {prepare,run}" subcommands
             found += match.group(1).split(",")
     if re.search(r"usage: \S+ (\[-h\] )?[A-Z_]+ \.\.\.", help_text):  # a sub-parser with a metavar
         positional = help_text.split("positional arguments:", 1)[-1].split("\n\n")[0]
@@ -280,14 +285,14 @@ def known_flags() -> frozenset:
     """fairseq's options, and every option in the --help of our scripts, data-prep scripts and Python helpers."""
     found = set(fairseq_flags()) | {"--help"} | EXTERNAL_FLAGS
     shell = sorted((REPO / "scripts").glob("*.sh")) + sorted((REPO / "data-prep").glob("prepare-*.sh"))
-    for script in shell:
-        if script.name != "python.sh" and not re.search(r'^exec "\$PYTHON"', text(script), re.M):
-            found |= flags_in(run(["bash", str(script), "--help"]).stdout)  # wrappers that exec Python: below
+    for script in shell:  # scripts that answer --help themselves; wrappers that exec Python are read below
+        answers_help = "--help" in text(script) or "lib.sh" in text(script)  # data-prep/lib.sh parses --help
+        if answers_help and not re.search(r'^exec "\$PYTHON"', text(script), re.M):
+            found |= flags_in(run(["bash", str(script), "--help"]).stdout)
     entries = [(str(p), "path", str(p), []) for p in sorted((REPO / "scripts").glob("*.py"))]
-    modules = [f"fairseq_localness.prep.{p.stem}" for p in sorted((REPO / "fairseq_localness" / "prep").glob("*.py"))
-               if "__main__" in text(p)]
-    modules += [f"fairseq_localness.evaluation.{p.stem}" for p in sorted((REPO / "fairseq_localness" / "evaluation").glob("*.py"))
-                if "__main__" in text(p)]
+    modules = [".".join(p.relative_to(REPO).with_suffix("").parts)
+               for p in sorted((REPO / "fairseq_localness").rglob("*.py"))
+               if "__main__" in text(p) and "ArgumentParser" in text(p)]
     entries += [(m, "module", m, []) for m in modules]
     texts = python_help(entries)
     subs = [(f"{key} {sub}", kind, target, [sub]) for key, kind, target, _ in entries for sub in subcommands(texts[key])]

@@ -159,3 +159,23 @@ def test_relative_positions_from_eq_3_to_6(attn_type, values, clip):
                             out[i, b, h * D:(h + 1) * D] += weights[b, h, i, j] * method.value_embeddings[bucket(b, i, j)].double()
     mask = causal_mask(LENGTH) if attn_type == "decoder" else None
     assert_attention(attention, x, weights, out, rows(attn_type), key_padding_mask=padding, attn_mask=mask)
+
+
+def test_mean_key_of_every_row_including_one_token_sentences():
+    """K_bar = the mean of the real keys, a one-token sentence's own key (encoder), and the running mean
+    of keys 1..i in decoder self-attention."""
+    from fairseq_localness.attention import AttentionContext
+
+    keys = torch.tensor([[[1.0, 2.0], [3.0, 4.0], [5.0, 9.0]], [[7.0, 7.0], [7.0, 7.0], [2.0, -6.0]]])  # (B, S, C)
+    padding = torch.tensor([[False, False, False], [True, True, False]])  # row 1: a one-token sentence
+    k = keys.view(2, 3, 1, 2).transpose(1, 2)  # one head
+
+    def ctx(causal, pad):
+        return AttentionContext(q=k, k=k, v=k, query_input=keys, key_input=keys, key_padding_mask=pad, attn_mask=None,
+                                causal=causal, attn_type="decoder" if causal else "encoder", layer=1, scaling=1.0)
+
+    mean = GaussianLocalness._mean_key(ctx(False, padding))
+    torch.testing.assert_close(mean[0], torch.tensor([[3.0, 5.0]] * 3))
+    torch.testing.assert_close(mean[1], torch.tensor([[2.0, -6.0]] * 3))
+    running = GaussianLocalness._mean_key(ctx(True, None))
+    torch.testing.assert_close(running[0], torch.tensor([[1.0, 2.0], [2.0, 3.0], [3.0, 5.0]]))

@@ -35,6 +35,22 @@ def data_bin(tmp_path_factory) -> Path:
     return preprocess(root / "raw", root / "bin")
 
 
+def decodes_through_methods(arch: str) -> bool:
+    """Whether ``arch`` places a method in decoder self- or cross-attention (what decoding options can reach)."""
+    from fairseq_localness.attention.placement import LocalityPlan
+    from fairseq_localness.modelbuild import parse_model_args
+
+    return any(kind != "encoder" for kind, _layer in LocalityPlan.from_args(parse_model_args(arch)).placements)
+
+
+#: every family; those whose methods sit in the encoder only decode through fairseq's own decoder path (the
+#: plain transformer_localness covers it by default), so they run with the slow suite
+FAMILIES = [
+    arch if arch == "transformer_localness" or decodes_through_methods(arch) else pytest.param(arch, marks=pytest.mark.slow)
+    for arch in architecture_families()
+]
+
+
 def write_checkpoint(model, args, path: Path) -> Path:
     """A checkpoint laid out as fairseq-train saves one (``checkpoint_utils.save_state``)."""
     from fairseq.dataclass.utils import convert_namespace_to_omegaconf
@@ -52,18 +68,23 @@ def write_checkpoint(model, args, path: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def checkpoints(data_bin, tmp_path_factory) -> Dict[str, Path]:
+def checkpoints(data_bin, tmp_path_factory):
+    """checkpoints(arch): the family's tiny untrained checkpoint, written on first use."""
     from fairseq import options, tasks
 
     root = tmp_path_factory.mktemp("checkpoints")
-    paths = {}
-    for arch in architecture_families():
-        args = options.parse_args_and_arch(options.get_training_parser(), [
-            str(data_bin), "--arch", arch, "--user-dir", USER_DIR, "--task", "translation", *flags({**TINY, **SMALL})])
-        torch.manual_seed(3)
-        model = tasks.setup_task(args).build_model(args)
-        paths[arch] = write_checkpoint(model, args, root / f"{arch}.pt")
-    return paths
+    paths: Dict[str, Path] = {}
+
+    def checkpoint(arch: str) -> Path:
+        if arch not in paths:
+            args = options.parse_args_and_arch(options.get_training_parser(), [
+                str(data_bin), "--arch", arch, "--user-dir", USER_DIR, "--task", "translation", *flags({**TINY, **SMALL})])
+            torch.manual_seed(3)
+            model = tasks.setup_task(args).build_model(args)
+            paths[arch] = write_checkpoint(model, args, root / f"{arch}.pt")
+        return paths[arch]
+
+    return checkpoint
 
 
 def generate(data_bin: Path, checkpoint: Path, extra: List[str], out: Path) -> List[str]:
@@ -127,15 +148,15 @@ OPTION_SETS = {
 }
 
 
-@pytest.mark.parametrize("arch", architecture_families())
+@pytest.mark.parametrize("arch", FAMILIES)
 def test_generate_option_matrix(arch, data_bin, checkpoints, tmp_path):
     for name, (extra, check) in OPTION_SETS.items():
-        lines = generate(data_bin, checkpoints[arch], extra, tmp_path / name)
+        lines = generate(data_bin, checkpoints(arch), extra, tmp_path / name)
         try:
             check(lines)
         except AssertionError as err:
             raise AssertionError(f"{arch} with {' '.join(extra)}: {err}") from None
-    assert constrained_translations(data_bin, checkpoints[arch], tmp_path), arch
+    assert constrained_translations(data_bin, checkpoints(arch), tmp_path), arch
 
 
 def constrained_translations(data_bin: Path, checkpoint: Path, tmp_path: Path) -> bool:
@@ -269,7 +290,7 @@ def test_no_repeat_ngram_fix():
 # --- decoding speed: static cross-attention caches are not copied on within-sentence beam reorders -----------------
 
 
-@pytest.mark.parametrize("arch", architecture_families())
+@pytest.mark.parametrize("arch", FAMILIES)
 def test_beam_search_unchanged_by_static_cache_reuse(arch, data_bin, monkeypatch):
     """Beam search (with finished sentences dropped mid-search) gives the same hypotheses and scores whether the
     static cross-attention caches are reordered at every step (the reference) or only when sentences are dropped."""

@@ -40,6 +40,7 @@ SMALL = [
 #: 2 BLEU for run-to-run and platform differences. A model that learned nothing scores below 1.
 MEASURED_BLEU: Dict[str, float] = {
     "transformer_localness": 12.5,  # plain Transformer attention (the baseline family)
+    "transformer_gaussian_local": 11.36,  # Yang et al. 2018
 }
 FLOORS: Dict[str, float] = {arch: round(bleu - 2.0, 1) for arch, bleu in MEASURED_BLEU.items()}
 

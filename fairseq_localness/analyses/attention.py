@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Dict, List, Optional, Sequence, Tuple
 
-import torch
 import yaml
 from torch import Tensor
 

@@ -8,6 +8,7 @@ and OUT/NAME.md (a markdown table); ``--overwrite`` replaces earlier outputs.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
@@ -110,8 +111,6 @@ def _args_gate_pos(parser):
 
 
 def _run_gate_pos(args, out: Outputs):
-    import os
-
     from .gates import gate_pos, spacy_tags
     from .bleu import read_translations
 
@@ -244,8 +243,6 @@ def _args_hybrid_sweep(parser):
 
 
 def _run_hybrid_sweep(args, out: Outputs):
-    import os
-
     from .bleu import sweep
     from .gates import mean_gate_by_layer
 

@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import torch
 from torch import Tensor
 
-from .loading import LoadedModel, PassOptions, forward_passes, real_positions, require_method
+from .loading import AnalysisError, LoadedModel, PassOptions, forward_passes, require_method
 from .output import SYSTEM_COLOURS, Table, figure
 
 # --- Yang 2018 Figure 2 --------------------------------------------------------------------------------------------
@@ -201,8 +201,6 @@ def collect_soft_windows(loaded: LoadedModel, options: PassOptions, method: str 
                 found.examples.setdefault(sentence, {})[layer] = (mask, q_words, k_words)
     missing = wanted - set(found.examples)
     if missing:
-        from .loading import AnalysisError
-
         raise AnalysisError(f"--sentences: id(s) {sorted(missing)} are not in split {options.split} "
                             f"(of the sentences read; see --max-sentences)")
     return found

@@ -34,7 +34,7 @@ class LocalityPlan:
     @classmethod
     def from_args(cls, args: Any) -> "LocalityPlan":
         num_layers = {
-            "encoder": int(getattr(args, "encoder_layers")),
+            "encoder": int(getattr(args, "encoder_layers", 0)),  # decoder-only LMs have none
             "decoder": int(getattr(args, "decoder_layers")),
             "cross": 0 if getattr(args, "no_cross_attention", False) else int(getattr(args, "decoder_layers")),
         }

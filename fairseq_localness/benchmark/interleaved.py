@@ -87,18 +87,20 @@ def build_contender(spec: Spec, settings: dict, seq_len: int, device) -> Contend
         train_step()
     optimizer.zero_grad(set_to_none=True)
 
-    decode = None
+    decode: Optional[Callable[[], int]] = None
     if settings["decode"]:
         length = settings["max_len"] or seq_len
         # min_len = max length: EOS is forbidden until the end, so every model generates the same tokens
         generator = SequenceGenerator([model], dictionary, beam_size=settings["beam"], max_len_a=0, max_len_b=length,
                                       min_len=length, search_strategy=search.BeamSearch(dictionary))
 
-        def decode() -> int:
+        def beam_search() -> int:
             model.eval()
             with torch.no_grad():
                 hypos = generator.generate([model], decode_sample)
             return sum(h[0]["tokens"].numel() for h in hypos)
+
+        decode = beam_search
 
     tokens = train_sample["ntokens"]
     return Contender(spec, train_step, decode, sum(p.numel() for p in model.parameters()), tokens)

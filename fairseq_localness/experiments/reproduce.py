@@ -27,6 +27,7 @@ from . import report
 from .launch import arch_configs, benchmarks
 from .runlog import stats
 from .tables import (
+    SWEEPS_FILE,
     TABLES_FILE,
     Row,
     TableError,
@@ -34,8 +35,11 @@ from .tables import (
     load_tables,
     overrides_as_flags,
     setting_model_flags,
+    table_dirname,
     table_rows,
     table_spec,
+    table_title,
+    with_sweeps,
 )
 
 SCRIPTS = SCRIPTS_DIR
@@ -119,7 +123,7 @@ class RowPlan:
 
 def plan_row(row: Row, tables: Dict, work: Path, data_root: Path, launcher: List[str]) -> RowPlan:
     evaluation = evaluation_of(tables, row.setting)
-    run_dir = work / row.paper / f"table{row.table}" / row.id
+    run_dir = work / row.paper / table_dirname(row.table) / row.id
     data_bin = data_root / evaluation.data / "data-bin"
     train = ["bash", str(SCRIPTS / "train.sh"), row.setting, row.arch, "--data", str(data_bin),
              "--save-dir", str(run_dir / "checkpoints"), *launcher, *row.overrides]
@@ -171,7 +175,7 @@ def status_of(plan: Optional[RowPlan], reason: Optional[str], failed: Dict[str, 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="scripts/reproduce.sh", description=__doc__.split("\n\n")[0])
     parser.add_argument("paper", help="yang2018, yang2019, xu2019, nguyen2020 or fan2021")
-    parser.add_argument("table", help="table number, e.g. 1")
+    parser.add_argument("table", help="table number, e.g. 1, or a sweep figure of --sweeps, e.g. fig2")
     parser.add_argument("--dry-run", action="store_true", help="print every command; run and write nothing")
     parser.add_argument("--rows", help="comma-separated row ids to run (default: all); the table lists them all")
     parser.add_argument("--gpus", "--gpus-per-node", type=int, default=0, help="GPUs per node for training (0: CPU)")
@@ -187,6 +191,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--eval-args", default="", help="extra scripts/evaluate.sh options, one quoted string")
     parser.add_argument("--tables", type=Path, default=TABLES_FILE,
                         help="the tables file, e.g. tables of your own in the same format [%(default)s]")
+    parser.add_argument("--sweeps", type=Path, default=SWEEPS_FILE,
+                        help="the sweep figures (fig<N>, trained like tables, no published numbers) [%(default)s]")
     from .cluster_tables import add_arguments as add_cluster_arguments  # --slurm ... (docs/cluster.md)
 
     add_cluster_arguments(parser)
@@ -198,7 +204,12 @@ def main(argv: Sequence[str]) -> int:
     args = parser.parse_args(argv)
     if not args.tables.is_file():
         parser.error(f"--tables {args.tables}: no such file")
-    tables = load_tables(args.tables)
+    if not args.sweeps.is_file():
+        parser.error(f"--sweeps {args.sweeps}: no such file")
+    try:
+        tables = with_sweeps(load_tables(args.tables), load_tables(args.sweeps))
+    except TableError as err:
+        parser.error(str(err))
     try:
         spec = table_spec(tables, args.paper, str(args.table))
         rows = table_rows(tables, args.paper, str(args.table))
@@ -231,7 +242,7 @@ def main(argv: Sequence[str]) -> int:
             cut = plan.evaluate.index("--baseline-hyp")
             del plan.evaluate[cut:cut + 2]
 
-    title = f"{args.paper} Table {args.table}: {spec['caption']}"
+    title = f"{table_title(args.paper, str(args.table))}: {spec['caption']}"
     trained = [r for r in selected if r.id in plans]
     print(f"{title}\n{len(selected)} rows, {len(trained)} trained, {len(selected) - len(trained)} not trained "
           f"({spec['split']} split)")
@@ -289,7 +300,7 @@ def main(argv: Sequence[str]) -> int:
     metrics = {row_id: plan.metric for row_id, plan in plans.items()}
     records = report.row_results(selected, runs, status, metrics)
     citation = tables["papers"][args.paper]["citation"]
-    out = work / args.paper / f"table{args.table}"
+    out = work / args.paper / table_dirname(str(args.table))
     out.parent.mkdir(parents=True, exist_ok=True)
     table_md = report.markdown(title, citation, records)
     out.with_suffix(".md").write_text(table_md, encoding="utf-8")

@@ -16,6 +16,7 @@ import yaml
 from ..paths import CONFIG_DIR
 
 TABLES_FILE = CONFIG_DIR / "paper_tables.yaml"
+SWEEPS_FILE = CONFIG_DIR / "paper_sweeps.yaml"  # the papers' sweep figures (no printed numbers), trained like tables
 NUMBER_FIELDS = ("bleu", "bleu_delta", "params", "params_delta", "speed", "speed_delta")
 
 
@@ -26,6 +27,37 @@ class TableError(ValueError):
 def load_tables(path: Path = TABLES_FILE) -> Dict:
     with open(path, encoding="utf-8") as handle:
         return yaml.safe_load(handle)
+
+
+def with_sweeps(tables: Dict, sweeps: Optional[Dict]) -> Dict:
+    """The tables plus each paper's sweep figures (``papers.P.figures.F`` of the sweeps file) as its table F,
+    scored with the tables' ``evaluation`` settings."""
+    if not sweeps:
+        return tables
+    merged = {**tables, "papers": {paper: {**spec, "tables": dict(spec["tables"])}
+                                   for paper, spec in tables["papers"].items()}}
+    for paper, spec in (sweeps.get("papers") or {}).items():
+        if paper not in merged["papers"]:
+            raise TableError(f"sweeps file: unknown paper {paper!r}; the tables file has {', '.join(merged['papers'])}")
+        for figure, figure_spec in (spec.get("figures") or {}).items():
+            if figure in merged["papers"][paper]["tables"]:
+                raise TableError(f"sweeps file: {paper} figure {figure!r} has the name of a table")
+            merged["papers"][paper]["tables"][figure] = figure_spec
+    return merged
+
+
+def is_figure(table: str) -> bool:
+    return table.startswith("fig")
+
+
+def table_title(paper: str, table: str) -> str:
+    """``yang2019 Table 1`` or ``yang2019 Figure 2`` (sweep entries are named fig<N>)."""
+    return f"{paper} Figure {table[len('fig'):]}" if is_figure(table) else f"{paper} Table {table}"
+
+
+def table_dirname(table: str) -> str:
+    """Where a table's runs go under WORK/PAPER: table<T>, or the figure's own name (fig2)."""
+    return table if is_figure(table) else f"table{table}"
 
 
 @dataclass(frozen=True)
