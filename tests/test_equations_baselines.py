@@ -117,6 +117,17 @@ def test_local_hard_is_luong_local_p(attn_type, gaussian):
     assert_attention(attention, x, weights, out, rows(attn_type), key_padding_mask=padding, attn_mask=mask)
 
 
+def test_local_hard_window_includes_its_edges():
+    """|j - p| <= D is inclusive: with v_p = 0, p = I sigmoid(0) = I / 2; for I = 7, D = 1.5 the window of
+    p = 3.5 is exactly keys 2..5 (|2 - 3.5| = |5 - 3.5| = 1.5)."""
+    attention = identity_attention([(LocalHard, LocalHardOptions(window=1.5, gaussian="bias"))], 4, 2)
+    with torch.no_grad():
+        attention.locality[0].v_p.weight.zero_()
+    x = torch.randn(LENGTH, 1, 4)
+    _, weights = attention(x, x, x, need_head_weights=True)
+    assert [j for j in range(LENGTH) if weights[0, 0, 0, j] > 0] == [2, 3, 4, 5]
+
+
 def test_bidirect_splits_heads_into_backward_and_forward():
     attention = identity_attention([(BiDirect, BiDirectOptions())], 8, 4, "encoder")
     x, padding = inputs(8, "encoder", seed=3)

@@ -80,6 +80,15 @@ def test_dman_is_eq_4_with_the_mask_of_eq_12(attn_type, min_mask):
     weights, out = hand_attention(x, x, HEADS, visible(attn_type), extra=lambda *a: math.log(mask(*a)))
     causal = causal_mask(LENGTH) if attn_type == "decoder" else None
     assert_attention(attention, x, weights, out, rows(attn_type), key_padding_mask=padding, attn_mask=causal)
+    # the analysis record holds log M itself
+    attention.capture = {}
+    attention(x, x, x, key_padding_mask=padding, attn_mask=causal)
+    recorded = attention.capture["dman_log_mask"]  # (B, H, T, S)
+    for b, queries in rows(attn_type).items():
+        for t in queries:
+            for s in visible(attn_type)(b, 0, t):
+                for h in range(HEADS):
+                    assert recorded[b, h, t, s].item() == pytest.approx(math.log(mask(b, h, t, s)), abs=1e-5)
 
 
 @pytest.mark.parametrize("attn_type", ["encoder", "decoder"])
@@ -102,3 +111,10 @@ def test_sman_band(attn_type, window, width):
         assert [j for j in range(LENGTH) if weights[0, 0, 3, j] > 0] == [2, 3, 4]
     causal = causal_mask(LENGTH) if attn_type == "decoder" else None
     assert_attention(attention, x, weights, out, rows(attn_type), key_padding_mask=padding, attn_mask=causal)
+    # one sentence alone (batch of one) gets the same band; the record is log M: 0 inside, a floor outside
+    attention.capture = {}
+    _, alone = attention(x[:, :1], x[:, :1], x[:, :1], attn_mask=causal, need_head_weights=True)
+    torch.testing.assert_close(alone[:, 0].double(), weights[0], atol=1e-5, rtol=0)
+    recorded = attention.capture["sman_log_mask"][0, 0]
+    inside_band = torch.tensor([[inside(0, 0, t, s) for s in range(LENGTH)] for t in range(LENGTH)])
+    assert (recorded[inside_band] == 0).all() and (recorded[~inside_band] <= -1e4).all()

@@ -41,6 +41,7 @@ SMALL = [
 MEASURED_BLEU: Dict[str, float] = {
     "transformer_localness": 12.5,  # plain Transformer attention (the baseline family)
     "transformer_gaussian_local": 11.36,  # Yang et al. 2018
+    "transformer_csan2d": 14.32,  # Yang et al. 2019 (2D window: the 1D one is its N = 1 case)
 }
 FLOORS: Dict[str, float] = {arch: round(bleu - 2.0, 1) for arch, bleu in MEASURED_BLEU.items()}
 

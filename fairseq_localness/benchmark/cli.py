@@ -272,7 +272,8 @@ def drive(opts) -> int:
     print(f"device {settings['device']} ({dev}), dtype {settings['dtype']}, threads "
           f"{settings['threads']}, torch {torch.__version__}; vocab {settings['vocab']}, "
           f"batch {settings['batch_tokens']} tokens, {settings['warmup']} warmup + "
-          f"{settings['steps']} timed steps, {settings['repeats']} repeats; decoding: "
+          + (f"{opts.interleaved} interleaved rounds of one step" if opts.interleaved is not None
+             else f"{settings['steps']} timed steps, {settings['repeats']} repeats") + "; decoding: "
           + (f"beam {settings['beam']}, {settings['decode_batch']} sentences, length "
              f"{settings['max_len'] or 'seq len'}" if settings["decode"] else "off"),
           flush=True)

@@ -53,7 +53,11 @@ _INNER = re.compile(r"\[train_inner\].*?loss=([\d.]+).*?wps=([\d.]+).*?num_updat
 def progress_main(argv: Sequence[str]) -> int:
     """Filter a training's output (stdin) into one progress line per log interval; on a failure,
     show the end of the output."""
-    name, total = argv[0], int(argv[1])
+    parser = argparse.ArgumentParser(prog="launch.py progress", description=progress_main.__doc__)
+    parser.add_argument("name", help="the run's name, printed on every line")
+    parser.add_argument("total", type=int, help="the number of updates the run will make")
+    args = parser.parse_args(argv)
+    name, total = args.name, args.total
     tail: List[str] = []
     done = False
     for line in sys.stdin:
