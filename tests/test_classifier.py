@@ -143,7 +143,7 @@ def test_pooling_ignores_padding_end_to_end(toy_bin):
         torch.testing.assert_close(pooled[b : b + 1], alone, atol=1e-5, rtol=0)
     # and the mean is over the real tokens of the top layer
     top = model.encoder(batch[1:, :2], src_lengths=torch.tensor([2]))["encoder_out"][0]
-    torch.testing.assert_close(pooled[1], top.mean(dim=0)[0], atol=1e-6, rtol=0)
+    torch.testing.assert_close(pooled[1], top.mean(dim=0)[0], atol=1e-5, rtol=0)
 
 
 def encoder_methods():
@@ -224,7 +224,8 @@ def test_train_few_updates_then_validate_reports_accuracy(toy_bin, tmp_path):
 
 @pytest.mark.slow
 def test_plain_tiny_encoder_on_sst2(tmp_path):
-    """Plain 2-layer encoder, 3,000 updates on SST-2 (docs/tasks.md): test accuracy >= 75% (paper: 79.36)."""
+    """Plain 2-layer encoder, 3,000 updates on SST-2: test accuracy >= 75% (paper: 79.36; measured 82.2 in
+    docs/tasks.md, about 30 min on a busy 2-core CPU)."""
     if not SHARED_SST2.is_dir():
         pytest.skip(f"SST-2 not found at {SHARED_SST2} (CI provides the corpora at ../shared/data)")
     run(["bash", str(REPO / "data-prep" / "prepare-sst2.sh"), "--raw-dir", str(SHARED_SST2), "--out",

@@ -22,7 +22,8 @@ import pytest
 from localness_testing import BIN, REPO, USER_DIR, assert_incremental_parity, assert_padding_invariance, build_model, run
 
 README = REPO / "README.md"
-DOCS = sorted((REPO / "docs").rglob("*.md"))
+#: the manual's pages; docs/figures/ holds generated outputs (an analysis writes a markdown table beside its PNG)
+DOCS = sorted(p for p in (REPO / "docs").rglob("*.md") if "figures" not in p.relative_to(REPO / "docs").parts)
 PAGES = [README, *DOCS]
 #: names the docs' worked example ("Adding a method" in docs/design.md) registers; the test registers it under
 #: these test-only names instead, so that the real registry never holds the example

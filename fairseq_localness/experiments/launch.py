@@ -56,32 +56,38 @@ def check_names(benchmark: str, arch: str) -> None:
 
 
 def compose(benchmark: str, arch: str, overrides: Sequence[str] = ()):
-    """The config fairseq-hydra-train would run (Hydra's compose API with fairseq's schema registered)."""
+    """The config fairseq-hydra-train would run (Hydra's compose API with fairseq's schema registered).
+
+    Leaves no global Hydra state behind: fairseq 0.12 itself still calls ``hydra.experimental.initialize``
+    (``convert_namespace_to_omegaconf``), which fails in a process where Hydra stays initialised or where a
+    ``version_base`` of 1.2 or later was declared, so both are restored on the way out.
+    """
     from hydra import compose as hydra_compose
-
-    _init_hydra()
-    with warnings.catch_warnings():
-        # fairseq validates the primary config against its schema by name (deprecated in Hydra, still supported)
-        warnings.simplefilter("ignore", UserWarning)
-        return hydra_compose(PRIMARY_CONFIG, overrides=[f"benchmark={benchmark}", f"arch={arch}",
-                                                        *hydra_overrides(overrides)])
-
-
-_hydra_ready = False
-
-
-def _init_hydra() -> None:
-    global _hydra_ready
-    if _hydra_ready:
-        return
-    from fairseq.dataclass.initialize import hydra_init
     from hydra import initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
+    from hydra.version import VersionBase
 
-    hydra_init(PRIMARY_CONFIG)
-    GlobalHydra.instance().clear()
-    initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None)  # stays initialised for later calls
-    _hydra_ready = True
+    _register_fairseq_schema()
+    previous_base = VersionBase.instance().getbase()
+    try:
+        with warnings.catch_warnings(), initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
+            # fairseq validates the primary config against its schema by name (deprecated in Hydra, still supported)
+            warnings.simplefilter("ignore", UserWarning)
+            return hydra_compose(PRIMARY_CONFIG, overrides=[f"benchmark={benchmark}", f"arch={arch}",
+                                                            *hydra_overrides(overrides)])
+    finally:
+        VersionBase.instance().version_base = previous_base
+
+
+_schema_registered = False
+
+
+def _register_fairseq_schema() -> None:
+    global _schema_registered
+    if not _schema_registered:
+        from fairseq.dataclass.initialize import hydra_init
+
+        hydra_init(PRIMARY_CONFIG)
+        _schema_registered = True
 
 
 def hydra_overrides(overrides: Sequence[str]) -> List[str]:
