@@ -150,13 +150,9 @@ def test_hydra_launcher_command_keeps_the_batch_and_passes_the_resources():
 
 def test_hydra_launcher_config_composes_with_our_configs():
     pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
-    cfg = launch.compose("wmt14_en_de_base", "transformer_wmt_en_de", ["checkpoint.save_dir=/s"])
-    from hydra import compose
-
-    cfg = compose("localness", overrides=["benchmark=wmt14_en_de_base", "arch=transformer_wmt_en_de",
-                                          "checkpoint.save_dir=/s", "hydra/launcher=localness_slurm",
-                                          "hydra.launcher.nodes=4", "hydra.launcher.gpus_per_node=8"],
-                  return_hydra_config=True)
+    cfg = launch.compose("wmt14_en_de_base", "transformer_wmt_en_de",
+                         ["checkpoint.save_dir=/s", "hydra/launcher=localness_slurm",
+                          "hydra.launcher.nodes=4", "hydra.launcher.gpus_per_node=8"], return_hydra_config=True)
     launcher = cfg.hydra.launcher
     assert launcher._target_.endswith("SlurmLauncher")
     assert (launcher.nodes, launcher.gpus_per_node, launcher.tasks_per_node) == (4, 8, 1)

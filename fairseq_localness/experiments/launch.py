@@ -55,7 +55,7 @@ def check_names(benchmark: str, arch: str) -> None:
         )
 
 
-def compose(benchmark: str, arch: str, overrides: Sequence[str] = ()):
+def compose(benchmark: str, arch: str, overrides: Sequence[str] = (), return_hydra_config: bool = False):
     """The config fairseq-hydra-train would run (Hydra's compose API with fairseq's schema registered).
 
     Leaves no global Hydra state behind: fairseq 0.12 itself still calls ``hydra.experimental.initialize``
@@ -73,7 +73,8 @@ def compose(benchmark: str, arch: str, overrides: Sequence[str] = ()):
             # fairseq validates the primary config against its schema by name (deprecated in Hydra, still supported)
             warnings.simplefilter("ignore", UserWarning)
             return hydra_compose(PRIMARY_CONFIG, overrides=[f"benchmark={benchmark}", f"arch={arch}",
-                                                            *hydra_overrides(overrides)])
+                                                            *hydra_overrides(overrides)],
+                                 return_hydra_config=return_hydra_config)
     finally:
         VersionBase.instance().version_base = previous_base
 
