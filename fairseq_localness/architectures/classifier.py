@@ -30,12 +30,19 @@ import argparse
 from typing import Any, Dict, Optional
 
 import torch
-from fairseq.models import BaseFairseqModel, register_model, register_model_architecture
+from fairseq.models import BaseFairseqModel, register_model
 from fairseq.models.transformer import Embedding, TransformerConfig, TransformerModel, base_architecture
 from torch import Tensor, nn
 
 from ..attention.placement import LocalityPlan
-from .base import LocalnessTransformerEncoder, add_locality_args, as_namespace, localness_base_architecture, logger
+from .base import (
+    LocalnessTransformerEncoder,
+    add_locality_args,
+    as_namespace,
+    localness_base_architecture,
+    logger,
+    register_locality_architectures,
+)
 
 MODEL_NAME = "localness_classifier"
 POOLINGS = ("mean", "first")
@@ -157,15 +164,8 @@ TINY_SIZE = {"encoder_layers": 2, "encoder_attention_heads": 4, "encoder_embed_d
 
 
 def _register(name: str, defaults: Dict[str, Any]) -> None:
-    def architecture(args):
-        for attr, value in defaults.items():
-            if getattr(args, attr, None) is None:
-                setattr(args, attr, value)
-        localness_classifier_base(args)
-
-    architecture.__name__ = name
-    architecture.__doc__ = f"{name}: {defaults}"
-    register_model_architecture(MODEL_NAME, name)(architecture)
+    """``name`` with ``defaults`` for unset options, on top of :func:`localness_classifier_base` (one size)."""
+    register_locality_architectures(name, defaults, model=MODEL_NAME, sizes={"": localness_classifier_base})
 
 
 _register(MODEL_NAME, {})  # fairseq's base size (6 layers, d 512), no locality method unless flags name one

@@ -32,12 +32,19 @@ from __future__ import annotations
 from typing import Any, Dict
 
 from fairseq.dataclass.utils import gen_parser_from_dataclass
-from fairseq.models import register_model, register_model_architecture
+from fairseq.models import register_model
 from fairseq.models.transformer import TransformerConfig
 from fairseq.models.transformer_lm import TransformerLanguageModel, TransformerLanguageModelConfig, base_lm_architecture
 
 from ..attention.placement import LocalityPlan
-from .base import LocalnessTransformerDecoder, add_locality_args, as_namespace, localness_base_architecture, logger
+from .base import (
+    LocalnessTransformerDecoder,
+    add_locality_args,
+    as_namespace,
+    localness_base_architecture,
+    logger,
+    register_locality_architectures,
+)
 
 MODEL_NAME = "transformer_lm_localness"
 
@@ -84,15 +91,8 @@ TABLE6_ROWS: Dict[str, Dict[str, Any]] = {
 
 
 def _register(name: str, defaults: Dict[str, Any]) -> None:
-    def architecture(args):
-        for attr, value in defaults.items():
-            if getattr(args, attr, None) is None:
-                setattr(args, attr, value)
-        localness_lm_base(args)
-
-    architecture.__name__ = name
-    architecture.__doc__ = f"{name}: {defaults}"
-    register_model_architecture(MODEL_NAME, name)(architecture)
+    """``name`` with ``defaults`` for unset options, on top of :func:`localness_lm_base` (one size)."""
+    register_locality_architectures(name, defaults, model=MODEL_NAME, sizes={"": localness_lm_base})
 
 
 for _name, _row in TABLE6_ROWS.items():
