@@ -258,3 +258,30 @@ def assert_attention(attention, x, expected_weights, expected_out, rows, key_pad
                                        msg=lambda m: f"output of batch {b}, query {i}: {m}")
             torch.testing.assert_close(fast[i, b].double(), expected_out[i, b], atol=atol, rtol=0,
                                        msg=lambda m: f"output without weights, batch {b}, query {i}: {m}")
+
+
+# --- the equation tests' padded batch -----------------------------------------------------------------
+#: two sentences of PADDED_LENGTH tokens; sentence 1 has PADDED_PAD padding tokens, on the left in the encoder
+#: (sources) and on the right in the decoder (targets), as fairseq pads them
+PADDED_LENGTH, PADDED_PAD = 7, 2
+
+
+def padded_inputs(dim: int, attn_type: str, seed: int = 0):
+    """(x of shape (T, 2, dim), key padding mask (2, T)) for the padded batch."""
+    torch.manual_seed(seed)
+    x = torch.randn(PADDED_LENGTH, 2, dim)
+    padding = torch.zeros(2, PADDED_LENGTH, dtype=torch.bool)
+    if attn_type == "encoder":
+        padding[1, :PADDED_PAD] = True
+    else:
+        padding[1, PADDED_LENGTH - PADDED_PAD:] = True
+    return x, padding
+
+
+def padded_positions(b: int, attn_type: str):
+    """{index in the padded row: position in the real sentence} of sentence ``b`` of the padded batch."""
+    if b == 0:
+        return {j: j for j in range(PADDED_LENGTH)}
+    if attn_type == "encoder":
+        return {j: j - PADDED_PAD for j in range(PADDED_PAD, PADDED_LENGTH)}
+    return {j: j for j in range(PADDED_LENGTH - PADDED_PAD)}

@@ -23,28 +23,26 @@ from fairseq_localness.methods.baselines import (
     Neighbor,
     NeighborOptions,
 )
-from localness_testing import assert_attention, causal_mask, hand_attention, identity_attention
+from localness_testing import (
+    PADDED_LENGTH,
+    PADDED_PAD,
+    assert_attention,
+    causal_mask,
+    hand_attention,
+    identity_attention,
+    padded_inputs,
+    padded_positions,
+)
 
-LENGTH, PAD = 7, 2
+LENGTH, PAD = PADDED_LENGTH, PADDED_PAD
 
 
 def inputs(dim, attn_type, seed=0):
-    torch.manual_seed(seed)
-    x = torch.randn(LENGTH, 2, dim)
-    padding = torch.zeros(2, LENGTH, dtype=torch.bool)
-    if attn_type == "decoder":
-        padding[1, LENGTH - PAD:] = True
-    else:
-        padding[1, :PAD] = True
-    return x, padding
+    return padded_inputs(dim, attn_type, seed)
 
 
 def positions(b, attn_type):
-    if b == 0:
-        return {j: j for j in range(LENGTH)}
-    if attn_type == "decoder":
-        return {j: j for j in range(LENGTH - PAD)}
-    return {j: j - PAD for j in range(PAD, LENGTH)}
+    return padded_positions(b, attn_type)
 
 
 def rows(attn_type):

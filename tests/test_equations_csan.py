@@ -15,20 +15,21 @@ import pytest
 import torch
 
 from fairseq_localness.methods.csan import Csan1d, Csan1dOptions, Csan2d, Csan2dOptions
-from localness_testing import assert_attention, causal_mask, hand_attention, identity_attention
+from localness_testing import (
+    PADDED_LENGTH,
+    PADDED_PAD,
+    assert_attention,
+    causal_mask,
+    hand_attention,
+    identity_attention,
+    padded_inputs,
+)
 
-LENGTH, PAD = 7, 2  # batch 1 has PAD padding tokens: left in the encoder (sources), right in the decoder (targets)
+LENGTH, PAD = PADDED_LENGTH, PADDED_PAD  # batch 1 has PAD padding tokens: left in the encoder (sources), right in the decoder (targets)
 
 
 def inputs(dim: int, attn_type: str, seed: int = 0):
-    torch.manual_seed(seed)
-    x = torch.randn(LENGTH, 2, dim)
-    padding = torch.zeros(2, LENGTH, dtype=torch.bool)
-    if attn_type == "encoder":
-        padding[1, :PAD] = True
-    else:
-        padding[1, LENGTH - PAD:] = True
-    return x, padding
+    return padded_inputs(dim, attn_type, seed)
 
 
 def real_positions(b: int, attn_type: str):

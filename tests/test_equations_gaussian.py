@@ -23,29 +23,28 @@ import torch
 
 from fairseq_localness.methods.gaussian import GaussianLocalness, GaussianOptions
 from fairseq_localness.methods.relative_position import RelativePositionOptions, RelativePositions
-from localness_testing import assert_attention, causal_mask, hand_attention, identity_attention
+from localness_testing import (
+    PADDED_LENGTH,
+    PADDED_PAD,
+    assert_attention,
+    causal_mask,
+    hand_attention,
+    identity_attention,
+    padded_inputs,
+    padded_positions,
+)
 
-DIM, HEADS, LENGTH, PAD = 4, 2, 7, 2
+DIM, HEADS = 4, 2
+LENGTH, PAD = PADDED_LENGTH, PADDED_PAD
 D = DIM // HEADS
 
 
 def inputs(attn_type, seed=0):
-    torch.manual_seed(seed)
-    x = torch.randn(LENGTH, 2, DIM)
-    padding = torch.zeros(2, LENGTH, dtype=torch.bool)
-    if attn_type == "encoder":
-        padding[1, :PAD] = True
-    else:
-        padding[1, LENGTH - PAD:] = True
-    return x, padding
+    return padded_inputs(DIM, attn_type, seed)
 
 
 def positions(b, attn_type):
-    if b == 0:
-        return {j: j for j in range(LENGTH)}
-    if attn_type == "encoder":
-        return {j: j - PAD for j in range(PAD, LENGTH)}
-    return {j: j for j in range(LENGTH - PAD)}
+    return padded_positions(b, attn_type)
 
 
 def visible(b, attn_type):

@@ -15,9 +15,18 @@ import pytest
 import torch
 
 from fairseq_localness.methods.hybrid import HybridLocalGlobal, HybridOptions
-from localness_testing import assert_attention, causal_mask, hand_attention, identity_attention
+from localness_testing import (
+    PADDED_LENGTH,
+    PADDED_PAD,
+    assert_attention,
+    causal_mask,
+    hand_attention,
+    identity_attention,
+    padded_positions,
+)
 
-LENGTH, PAD, DIM, HEADS = 7, 2, 4, 2
+DIM, HEADS = 4, 2
+LENGTH, PAD = PADDED_LENGTH, PADDED_PAD
 
 
 def setup(attn_type: str, **options):
@@ -35,11 +44,7 @@ def setup(attn_type: str, **options):
 
 
 def positions(b: int, attn_type: str):
-    if b == 0:
-        return {j: j for j in range(LENGTH)}
-    if attn_type == "encoder":
-        return {j: j - PAD for j in range(PAD, LENGTH)}
-    return {j: j for j in range(LENGTH - PAD)}
+    return padded_positions(b, attn_type)
 
 
 def band(attn_type: str, m):
