@@ -95,7 +95,8 @@ class _ChildJob:
         return DelayedSubmission(self.__class__(**self.arguments()), *args, **kwargs)
 
     def arguments(self) -> Dict[str, Any]:
-        raise NotImplementedError
+        """The keyword arguments that rebuild this job for the requeued copy (each job kind defines them)."""
+        raise NotImplementedError(f"{type(self).__name__} must define arguments() to be requeued")
 
 
 class TrainJob(_ChildJob):
