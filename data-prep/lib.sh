@@ -311,3 +311,43 @@ json.dump(info, open(sys.argv[-1], "w"), indent=1)' "$SCRIPT_NAME" "$SRC" "$TGT"
         "$OUT_DIR" "$OUT_DIR/data-bin" "$REPO_DIR/fairseq_localness" "$REPO_DIR/scripts/evaluate.sh" \
         "$OUT_DIR/data-bin"
 }
+
+# --- sentence classification (prepare-sst2.sh, prepare-imdb.sh, prepare-sva.sh): $TOK/{input0,label}/{train,valid,test}.txt ---
+
+# classification_binarize : fairseq-preprocess --only-source of input0/ and label/ into OUT/data-bin, the
+# layout of fairseq's sentence_prediction task
+classification_binarize() {
+    step "Binarise (fairseq-preprocess --only-source, input0 and label)"
+    local key
+    for key in input0 label; do
+        quiet "$TMP/preprocess-$key.log" "$PY" -m fairseq_cli.preprocess --only-source \
+            --trainpref "$TOK/$key/train.txt" --validpref "$TOK/$key/valid.txt" --testpref "$TOK/$key/test.txt" \
+            --destdir "$OUT_DIR/data-bin/$key" --workers "$WORKERS"
+    done
+    note "-> $OUT_DIR/data-bin (input0 vocabulary: $(wc -l < "$OUT_DIR/data-bin/input0/dict.txt") words)"
+}
+
+# --- language-model corpora (prepare-1bw.sh, prepare-lm-news-en.sh): $TOK/{train,valid,test}.txt ---
+
+# lm_binarize THRESHOLD : fairseq-preprocess --only-source (language_modeling) into OUT/data-bin,
+# keeping the words seen at least THRESHOLD times in train
+lm_binarize() {
+    rm -rf "$OUT_DIR/data-bin"
+    quiet "$TMP/preprocess.log" "$PY" -m fairseq_cli.preprocess --only-source --thresholdsrc "$1" \
+        --trainpref "$TOK/train.txt" --validpref "$TOK/valid.txt" --testpref "$TOK/test.txt" \
+        --destdir "$OUT_DIR/data-bin" --workers "$WORKERS"
+}
+
+# lm_finish : sizes (sentences, tokens, <unk> rates from fairseq-preprocess; vocabulary), mark the run finished
+lm_finish() {
+    # fairseq-preprocess's own counts: tokens include one </s> a sentence
+    grep -o '[^/]*\.txt: [0-9]* sents, [0-9]* tokens, [0-9.]*% replaced' "$TMP/preprocess.log" \
+        | sed 's/^/    /; s/replaced$/replaced by <unk>/' || true
+    note "vocabulary: $(grep -vc '^madeupword' "$OUT_DIR/data-bin/dict.txt") words ($OUT_DIR/data-bin/dict.txt, \
+padded with madeupword* to a multiple of 8; fairseq adds 4 special symbols)"
+    printf '%s %s | %s\n' "$SCRIPT_NAME" "$(date '+%F %T')" "$QUOTED_ARGS" > "$OUT_DIR/.prep-done"
+    rm -f "$OUT_DIR/.prep-started"
+    printf '\nDone: %s\n  train: fairseq-train %s --user-dir %s --task language_modeling --arch transformer_lm_diffwin ...\n' \
+        "$OUT_DIR" "$OUT_DIR/data-bin" "$REPO_DIR/fairseq_localness"
+    printf '  (docs/tasks.md)\n'
+}

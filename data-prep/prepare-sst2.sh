@@ -44,13 +44,7 @@ fi
 step "Check the files, write input0/ and label/ text"
 prep sst split "$IN" "$TOK"
 
-step "Binarise (fairseq-preprocess --only-source, input0 and label)"
-for key in input0 label; do
-    quiet "$TMP/preprocess-$key.log" "$PY" -m fairseq_cli.preprocess --only-source \
-        --trainpref "$TOK/$key/train.txt" --validpref "$TOK/$key/valid.txt" --testpref "$TOK/$key/test.txt" \
-        --destdir "$OUT_DIR/data-bin/$key" --workers "$WORKERS"
-done
-note "-> $OUT_DIR/data-bin (input0 vocabulary: $(wc -l < "$OUT_DIR/data-bin/input0/dict.txt") words)"
+classification_binarize
 
 step "Summary"
 for split in train valid test; do printf '    %-6s %7d examples\n' "$split" "$(wc -l < "$TOK/input0/$split.txt")"; done

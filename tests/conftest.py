@@ -1,3 +1,4 @@
+import os
 import sys
 from pathlib import Path
 
@@ -5,7 +6,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from localness_testing import preprocess, write_synthetic_corpus  # noqa: E402
+from localness_testing import BIN, REPO, preprocess, run, write_synthetic_corpus  # noqa: E402
+
+#: Multi30k Task 1 as the dataset ships it (lowercased, normalised, tokenised); CI provides ../shared/data
+SHARED_MULTI30K = REPO.parent / "shared" / "data" / "multi30k" / "tok"
 
 
 @pytest.fixture(scope="session")
@@ -14,3 +18,24 @@ def tiny_data_bin(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("tiny")
     write_synthetic_corpus(root / "raw")
     return preprocess(root / "raw", root / "data-bin")
+
+
+@pytest.fixture(scope="session")
+def multi30k_prepared(tmp_path_factory) -> Path:
+    """Multi30k de-en with joint BPE (data-prep/prepare-multi30k.sh defaults), prepared once per test session.
+
+    Returns the preparation directory (``data-bin/``, tokenised references, ``prep-info.json``). Set
+    ``LOCALNESS_MULTI30K_BIN=DIR/data-bin`` to reuse an earlier preparation. Skips (with the reason) where
+    the corpus is absent.
+    """
+    given = os.environ.get("LOCALNESS_MULTI30K_BIN")
+    if given:
+        if not (Path(given) / "dict.de.txt").is_file():
+            pytest.fail(f"LOCALNESS_MULTI30K_BIN={given} is not a prepare-multi30k.sh data-bin (no dict.de.txt)")
+        return Path(given).parent
+    if not (SHARED_MULTI30K / "train.lc.norm.tok.de").is_file():
+        pytest.skip(f"Multi30k not found at {SHARED_MULTI30K} (CI provides the corpora at ../shared/data)")
+    out = tmp_path_factory.mktemp("multi30k") / "prep"
+    run(["bash", str(REPO / "data-prep" / "prepare-multi30k.sh"), "--out", str(out), "--raw-dir", str(SHARED_MULTI30K)],
+        env={"PYTHON": str(BIN / "python")})
+    return out

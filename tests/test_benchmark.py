@@ -4,6 +4,7 @@ import json
 import math
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -156,15 +157,43 @@ def test_interleaved_order_rotates_every_round():
     assert all(len(c.times["train"]) == 3 and not c.times["decode"] for c in contenders)
 
 
+def test_interleaved_rounds_use_the_given_clock():
+    """--clock: each step's time is the difference of the clock's readings around it (here 3 s and 2 s)."""
+    from fairseq_localness.benchmark.interleaved import CLOCKS, Contender, run_rounds
+
+    readings = iter([0.0, 3.0, 10.0, 12.0])
+    contender = Contender(bench.Spec("a"), lambda: None, None, 0, 0)
+    run_rounds([contender], rounds=2, clock=lambda: next(readings))
+    assert contender.times["train"] == [3.0, 2.0]
+    assert CLOCKS["cpu"] is time.process_time and CLOCKS["wall"] is time.perf_counter
+
+
+def test_flop_counts_by_hand():
+    """--count-flops: a (3 x 4) @ (4 x 5) product is 2*3*4*5 = 120 FLOPs, two of them 240; the ratio is the
+    reference's FLOPs over the model's (1/2), and the table prints it."""
+    from fairseq_localness.benchmark.interleaved import Contender, count_flops, format_rounds, summarise_rounds
+
+    a, b = torch.ones(3, 4), torch.ones(4, 5)
+    reference = Contender(bench.Spec("ref"), lambda: a @ b, None, 0, 0)
+    model = Contender(bench.Spec("model", baseline="ref"), lambda: (a @ b, a @ b), None, 0, 0)
+    count_flops([reference, model])
+    assert reference.flops == {"train": 120} and model.flops == {"train": 240}
+    records = summarise_rounds([reference, model], seq_len=8)
+    assert records[1]["train_flops_ratio"] == 0.5 and records[0]["train_flops_ratio"] == 1.0
+    assert "| model | 8 | - | - | 0.500 | - |" in format_rounds(records)
+
+
 def test_interleaved_quick_run_and_profile(tmp_path, capsys):
     """The whole mode on a toy model: the reference's own ratio is exactly 1 in every round, the table and the
     profile (top operators per model and step kind) are printed, JSON is written."""
     out = tmp_path / "speed.json"
     assert bench.main(["--quick", "--archs", "transformer_gaussian_local", "--seq-lens", "16", "--max-len", "4",
-                       "--device", "cpu", "--interleaved", "2", "--profile", "3", "--json", str(out)]) == 0
+                       "--device", "cpu", "--interleaved", "2", "--profile", "3", "--clock", "cpu",
+                       "--count-flops", "--json", str(out)]) == 0
     records = {r["arch"]: r for r in json.loads(out.read_text())}
     assert records["transformer"]["decode_ratio"] == {"median": 1.0, "q1": 1.0, "q3": 1.0, "min": 1.0, "max": 1.0, "rounds": 2}
     assert records["transformer_gaussian_local"]["train_ratio"]["rounds"] == 2
+    assert records["transformer"]["decode_flops_ratio"] == 1.0 and records["transformer"]["train_flops"] > 0
     printed = capsys.readouterr()
-    assert "| transformer_gaussian_local | 16 |" in printed.out
+    assert "| transformer_gaussian_local | 16 |" in printed.out and "clock: process CPU time" in printed.out
     assert "== transformer_gaussian_local: decode ==" in printed.err

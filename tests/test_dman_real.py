@@ -125,15 +125,11 @@ def train_and_score(data_bin: Path, work: Path, arch: str) -> float:
 
 @pytest.mark.slow
 @pytest.mark.timeout(14400)
-def test_dman_matches_the_transformer_on_multi30k(tmp_path):
+def test_dman_matches_the_transformer_on_multi30k(multi30k_prepared, tmp_path):
     """Same recipe and budget: DMAN (default --man-norm pre) within 0.5 BLEU of the Transformer, or above."""
-    if not (MULTI30K_TOK / "train.lc.norm.tok.de").is_file():
-        pytest.skip(f"Multi30k not found at {MULTI30K_TOK} (CI provides it at ../shared/data)")
-    prepared = tmp_path / "multi30k"
-    run(["bash", REPO / "data-prep" / "prepare-multi30k.sh", "--raw-dir", MULTI30K_TOK, "--out", prepared],
-        tmp_path / "prep.log")
     with ThreadPoolExecutor(max_workers=2) as pool:  # two single-threaded trainings at a time
         transformer, dman = pool.map(
-            lambda arch: train_and_score(prepared / "data-bin", tmp_path, arch), ["transformer_localness", "transformer_dman"]
+            lambda arch: train_and_score(multi30k_prepared / "data-bin", tmp_path, arch),
+            ["transformer_localness", "transformer_dman"],
         )
     assert dman >= transformer - BLEU_MARGIN, f"DMAN {dman:.2f} BLEU vs Transformer {transformer:.2f}"

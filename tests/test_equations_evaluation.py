@@ -128,7 +128,9 @@ def planned_rows():
     for paper, spec in tables["papers"].items():
         for table in spec["tables"]:
             for row in reproduce.table_rows(tables, paper, table):
-                if not (row.quoted or row.pending) and row.setting and row.arch:
+                # translation rows only: classifiers and LMs (Nguyen 2020 Tables 5-6) go to scripts/score_task.sh
+                if not (row.quoted or row.pending) and row.setting and row.arch \
+                        and reproduce.evaluation_of(tables, row.scored_by).task == "translation":
                     yield tables, row
 
 

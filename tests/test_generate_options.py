@@ -316,3 +316,32 @@ def test_beam_search_unchanged_by_static_cache_reuse(arch, data_bin, monkeypatch
     assert decode() == fast
     has_cross = any(m.encoder_decoder_attention for m in model.modules() if isinstance(m, LocalityAttention))
     assert (True in skipped) == has_cross, arch  # the reuse happened wherever a cross-attention cache exists
+
+    # static cross-attention inputs projected once per sentence (the default) or once per hypothesis (reference)
+    beams = []
+    one_row = LocalityAttention._one_row_per_sentence
+    monkeypatch.setattr(LocalityAttention, "_within_sentences", within)
+    monkeypatch.setattr(LocalityAttention, "_one_row_per_sentence",
+                        lambda self, key: beams.append(one_row(self, key)[1]) or one_row(self, key))
+    assert decode() == fast
+    monkeypatch.setattr(LocalityAttention, "_one_row_per_sentence", lambda self, key: (key, 1))
+    assert decode() == fast
+    assert beams == ([4] * len(beams) if has_cross else []) and (len(beams) > 0) == has_cross, arch
+
+
+def test_one_row_per_sentence_only_where_rows_repeat():
+    """(S, B*beam, C) encoder output -> (S, B, C) only when each sentence's beam rows are identical."""
+    from types import SimpleNamespace
+
+    from fairseq_localness.attention.core import LocalityAttention
+
+    attention = SimpleNamespace(beam_size=2)
+    sentences = torch.arange(12.0).view(2, 3, 2)  # S=2, B=3, C=2
+    repeated = sentences.repeat_interleave(2, dim=1)  # rows 0,0,1,1,2,2
+    unique, beam = LocalityAttention._one_row_per_sentence(attention, repeated)
+    assert beam == 2 and torch.equal(unique, sentences)
+    distinct = repeated.clone()
+    distinct[1, 3, 0] += 1.0  # hypothesis 1 of sentence 1 differs at one position
+    assert LocalityAttention._one_row_per_sentence(attention, distinct)[1] == 1
+    assert LocalityAttention._one_row_per_sentence(SimpleNamespace(beam_size=4), repeated)[1] == 1  # 6 rows, beam 4
+    assert LocalityAttention._one_row_per_sentence(SimpleNamespace(beam_size=1), repeated)[1] == 1

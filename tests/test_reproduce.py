@@ -31,12 +31,21 @@ def test_dry_run_prints_every_command_and_every_row_not_trained(paper, table, ca
     assert kinds["PENDING"] == [r.id for r in rows if r.pending]
     for row in rows:
         if row.id in kinds["ROW"]:
-            evaluation = tables.evaluation_of(TABLES, row.setting)
+            evaluation = tables.evaluation_of(TABLES, row.scored_by)
             block = out[out.index(f"ROW {row.id} ("):].split("\nROW ")[0]
             assert f"train.sh {row.setting} {row.arch} --data" in block and f"{row.id}/checkpoints" in block
-            assert f"--subset {row.split} --beam {evaluation.beam} --lenpen {evaluation.lenpen}" in block
-            assert ("--compound-split" if evaluation.compound_split else "--no-compound-split") in block
-            assert ("--lowercase" if evaluation.lowercase else "--no-lowercase") in block
+            training = tables.evaluation_of(TABLES, row.setting)  # probing: the encoder's translation data
+            assert f"/{training.data}/data-bin" in block
+            if evaluation.task == "probing":
+                assert f"--probing-tasks {Path('runs/data').resolve()}/{evaluation.data} --prep-dir " in block
+            if evaluation.task == "translation":
+                assert f"evaluate.sh {tmp_path}/{paper}/" in block
+                assert f"--subset {row.split} --beam {evaluation.beam} --lenpen {evaluation.lenpen}" in block
+                assert ("--compound-split" if evaluation.compound_split else "--no-compound-split") in block
+                assert ("--lowercase" if evaluation.lowercase else "--no-lowercase") in block
+            else:
+                assert f"score_task.sh {tmp_path}/{paper}/" in block and "--baseline-hyp" not in block
+                assert f"--task {evaluation.task} --subset {row.split}" in block
             assert all(shlex.quote(override) in block for override in row.overrides)
     assert not list(tmp_path.iterdir())  # a dry run writes nothing
 
@@ -58,6 +67,53 @@ def test_each_paper_is_scored_as_it_says(capsys, tmp_path):
     assert "--baseline-hyp" in fan_base and "transformer-base/eval-test" in fan_base
 
 
+def test_each_task_is_trained_and_scored_with_its_own_flags(capsys, tmp_path):
+    """Nguyen 2020 Tables 5-6: the tiny classifier recipes (3k / 10k / 10k updates, Sec. 5.3) and the LM recipe,
+    scored by score_task.sh with the exact flags; the summarization and probing rows say why they are pending."""
+    def block(table, row_id):
+        assert reproduce.main(["nguyen2020", table, "--dry-run", "--work", str(tmp_path), "--rows", row_id,
+                               "--data-root", "/d"]) == 0
+        return capsys.readouterr().out.split(f"ROW {row_id} (")[1]
+
+    run_dir = f"{tmp_path}/nguyen2020/table5/aw-imdb"
+    assert (f"train.sh nguyen2020_imdb_tiny localness_classifier_tiny_diffwin_aw --data /d/imdb/data-bin "
+            f"--save-dir {run_dir}/checkpoints --cpu-procs 1\n") in block("5", "aw-imdb")
+    assert (f"score_task.sh {run_dir}/checkpoints /d/imdb/data-bin --task classification --subset test "
+            f"--checkpoint checkpoint_best.pt --out {run_dir}/eval-test\n") in block("5", "aw-imdb")
+    assert "train.sh nguyen2020_sva_tiny localness_classifier_tiny_gaussian --data /d/sva/data-bin" in block("5", "local-sva")
+    assert "train.sh nguyen2020_sst_tiny localness_classifier_tiny --data /d/sst2/data-bin" in block("5", "base-sst")
+    run_dir = f"{tmp_path}/nguyen2020/table6/mw"
+    assert (f"score_task.sh {run_dir}/checkpoints /d/lm1b/data-bin --task language_modeling --subset test "
+            "--tokens-per-sample 512 --sample-break-mode eos --context-window 0 --checkpoint checkpoint_best.pt "
+            f"--out {run_dir}/eval-test\n") in block("6", "mw")
+    assert "train.sh nguyen2020_lm1b_base transformer_lm_diffwin --data /d/lm1b/data-bin" in block("6", "mw")
+    # the recipes behind those names (Sec. 5.3 updates, tensor2tensor's transformer_tiny batch and lr; Sec. 5.4)
+    from fairseq_localness.experiments.launch import compose
+
+    for setting, updates in (("nguyen2020_sst_tiny", 3000), ("nguyen2020_imdb_tiny", 10000), ("nguyen2020_sva_tiny", 10000)):
+        cfg = compose(setting, "localness_classifier_tiny", ["task.data=/d"])
+        assert cfg.task._name == "sentence_prediction" and cfg.criterion._name == "sentence_prediction"
+        assert cfg.optimization.max_update == updates and cfg.dataset.max_tokens * cfg.optimization.update_freq[0] == 4096
+        assert cfg.optimization.lr[0] == pytest.approx(2.0 / (128 * 8000) ** 0.5) and cfg.lr_scheduler.warmup_updates == 8000
+        assert cfg.checkpoint.best_checkpoint_metric == "accuracy" and cfg.checkpoint.maximize_best_checkpoint_metric
+    cfg = compose("nguyen2020_lm1b_base", "transformer_lm_diffwin", ["task.data=/d"])
+    assert cfg.task._name == "language_modeling" and cfg.criterion == {"_name": "cross_entropy"}
+    assert cfg.optimization.max_update == 100000 and cfg.dataset.max_tokens * cfg.optimization.update_freq[0] == 4 * 3584
+    assert (cfg.task.sample_break_mode, cfg.task.tokens_per_sample) == ("eos", 512)
+    assert reproduce.main(["fan2021", "2", "--dry-run", "--work", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "ROW " not in out and out.count("not yet trainable: reproduce does not run summarization yet") == 4
+    # Xu 2019 Tables 3-4: the Table 1 En-De encoder trained as in Table 1, then probed on SentEval's files
+    assert reproduce.main(["xu2019", "3", "--dry-run", "--work", str(tmp_path), "--rows", "local", "--data-root", "/d"]) == 0
+    run_dir = f"{tmp_path}/xu2019/table3/local"
+    out = capsys.readouterr().out
+    assert (f"train.sh xu2019_wmt14_en_de_base transformer_hybrid_local_wmt_en_de --data /d/wmt14_en_de/data-bin "
+            f"--save-dir {run_dir}/checkpoints --cpu-procs 1 model.hybrid_combine=local\n") in out
+    assert (f"score_task.sh {run_dir}/checkpoints /d/wmt14_en_de/data-bin --task probing --subset test --checkpoint "
+            f"checkpoint_best.pt --out {run_dir}/eval-test --probing-tasks /d/senteval_probing --prep-dir /d/wmt14_en_de\n") in out
+    assert not list(tmp_path.iterdir())
+
+
 def test_evaluation_options():
     best = tables.Evaluation(data="d", beam=4, lenpen=0.6, checkpoint="best", metric="sacrebleu", lowercase=False,
                              compound_split=True)
@@ -72,6 +128,23 @@ def test_evaluation_options():
     with pytest.raises(tables.TableError, match="metric"):
         tables.Evaluation(data="d", beam=4, lenpen=1, checkpoint="best", metric="bleu4", lowercase=False,
                           compound_split=False)
+    classify = tables.Evaluation(task="classification", data="sst2", checkpoint="best", metric="accuracy")
+    assert classify.evaluate_flags("test") == ["--task", "classification", "--subset", "test", "--checkpoint",
+                                               "checkpoint_best.pt"]
+    lm = tables.Evaluation(task="language_modeling", data="lm1b", checkpoint="best", metric="ppl",
+                           tokens_per_sample=256, sample_break_mode="eos", context_window=0)
+    assert lm.evaluate_flags("valid")[:4] == ["--task", "language_modeling", "--subset", "valid"]
+    assert lm.published_field == "ppl" and classify.published_field == "accuracy" and best.published_field == "bleu"
+    with pytest.raises(tables.TableError, match="classification setting must be accuracy"):
+        tables.Evaluation(task="classification", data="d", checkpoint="best", metric="sacrebleu")
+    with pytest.raises(tables.TableError, match="tokens_per_sample"):
+        tables.Evaluation(task="language_modeling", data="d", checkpoint="best", metric="ppl")
+    with pytest.raises(tables.TableError, match="checkpoint_best"):
+        tables.Evaluation(task="classification", data="d", checkpoint="last5", metric="accuracy")
+    with pytest.raises(tables.TableError, match="task must be"):
+        tables.Evaluation(task="parsing", data="d", checkpoint="best", metric="accuracy")
+    with pytest.raises(tables.TableError, match="does not score summarization"):
+        tables.Evaluation(task="summarization", data="d", checkpoint="best", metric="rouge").evaluate_flags("test")
 
 
 def test_bad_flags_and_values_are_detected():
@@ -129,7 +202,7 @@ def test_finished_rows_are_not_rerun_and_the_table_is_written(tmp_path, capsys):
     assert [r["id"] for r in records] == [r.id for r in rows]
     assert records[1]["ours_delta"] == 1.0 and records[1]["paper_delta"] == pytest.approx(35.52 - 34.40)
     csv_lines = (work / "fan2021" / "table4.csv").read_text().splitlines()
-    assert len(csv_lines) == len(rows) + 1 and csv_lines[0].startswith("paper,table,id,row,")
+    assert len(csv_lines) == len(rows) + 1 and csv_lines[0].startswith("publication,table,id,row,")
 
 
 def test_the_papers_metric_and_split_are_read_back(tmp_path, capsys):
@@ -163,6 +236,7 @@ def test_rows_not_trained_keep_their_numbers_and_reason(tmp_path, capsys):
     assert reproduce.main(["fan2021", "1", "--work", str(tmp_path / "runs"), "--rows", "scaling-big"]) == 0
     quoted = json.loads((tmp_path / "runs" / "fan2021" / "table1.json").read_text())["rows"][0]
     assert quoted["paper"] == 29.3 and quoted["params_paper"] == 213 and quoted["status"].startswith("published only")
+    assert quoted["publication"] == "fan2021"  # the paper's key and its published score are separate fields
     with pytest.raises(SystemExit):
         reproduce.main(["fan2021", "1", "--tables", str(tmp_path / "missing.yaml")])
 
@@ -223,3 +297,209 @@ def test_development_set_tables_find_their_references(tmp_path):
     assert subset_reference(str(tmp_path / "raw/test-ref.en"), "valid", "en") == str(tmp_path / "raw/valid.en")
     assert subset_reference(str(tmp_path / "tok/test.en"), "valid", "de") is None  # no such file: generate's T- lines
     assert subset_reference(None, "valid", "en") is None
+
+
+# --- scripts/score_task.sh (fairseq_localness/evaluation/task_scores.py): accuracy and perplexity by hand ---
+
+EVAL_LM_LOG = """2026-11-23 08:00:00 | INFO | fairseq_cli.eval_lm | num. model params: 1,234
+2026-11-23 08:00:01 | INFO | fairseq_cli.eval_lm | Evaluated 4 tokens in 0.0s (400.00 tokens/s)
+2026-11-23 08:00:01 | INFO | fairseq_cli.eval_lm | Loss (base 2): 2.5000, Perplexity: 5.66
+"""
+
+
+def test_accuracy_and_perplexity_records_by_hand():
+    from fairseq_localness.evaluation import task_scores
+
+    assert task_scores.accuracy_record(3, 4) == {"score": 75.0, "correct": 3, "total": 4}
+    assert task_scores.accuracy_record(1821, 1821)["score"] == 100.0
+    with pytest.raises(task_scores.ScoreError, match="empty"):
+        task_scores.accuracy_record(0, 0)
+    # four tokens with probabilities 1/2, 1/4, 1/8, 1/16: mean base-2 loss (1 + 2 + 3 + 4) / 4 = 2.5 bits,
+    # perplexity 2 ** 2.5 = 5.657, which eval-lm prints as 5.66
+    assert task_scores.parse_eval_lm(EVAL_LM_LOG) == {"score": 5.66, "loss_base2": 2.5}
+    with pytest.raises(task_scores.ScoreError, match="2 \\*\\* loss"):
+        task_scores.parse_eval_lm(EVAL_LM_LOG.replace("Perplexity: 5.66", "Perplexity: 6.00"))
+    with pytest.raises(task_scores.ScoreError, match="printed no"):
+        task_scores.parse_eval_lm("Traceback (most recent call last):\n")
+
+
+def write_indexed(prefix: Path, lines, dictionary) -> None:
+    """A split in fairseq-preprocess's binary layout (PREFIX.bin / .idx), each line with its </s>."""
+    from fairseq.data import indexed_dataset
+
+    builder = indexed_dataset.make_builder(f"{prefix}.bin", impl="mmap", vocab_size=len(dictionary))
+    for line in lines:
+        builder.add_item(dictionary.encode_line(line, add_if_not_exist=False, append_eos=True).long())
+    builder.finalize(f"{prefix}.idx")
+
+
+def dictionary_of(words, path: Path):
+    from fairseq.data import Dictionary
+
+    dictionary = Dictionary()
+    for word in words:
+        dictionary.add_symbol(word)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    dictionary.save(str(path))
+    return dictionary
+
+
+def save_untrained(model, args, path: Path) -> None:
+    """The model as fairseq-train's checkpoint_utils.save_state lays out a checkpoint."""
+    import torch
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+    from omegaconf import OmegaConf
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save({"cfg": OmegaConf.to_container(convert_namespace_to_omegaconf(args), resolve=True, enum_to_str=True),
+                "args": None, "model": model.state_dict(), "extra_state": {"train_iterator": {"epoch": 1}},
+                "optimizer_history": [{"criterion_name": "x", "optimizer_name": "Adam",
+                                       "lr_scheduler_state": {"best": None}, "num_updates": 0}]}, path)
+
+
+def built(data: Path, arch: str, task_flags):
+    from fairseq import options, tasks
+
+    from fairseq_localness.paths import USER_DIR
+
+    args = options.parse_args_and_arch(options.get_training_parser(),
+                                       [str(data), "--user-dir", str(USER_DIR), "--arch", arch, *task_flags])
+    return args, tasks.setup_task(args).build_model(args)
+
+
+def test_classification_accuracy_is_exact_on_a_hand_made_case(tmp_path):
+    """A classifier whose head always says class 1 (zero weights, bias [0, 1]) on four test sentences labelled
+    1, 1, 0, 1: exactly 3 of 4 right, 75.00 (fairseq-validate would log 75.0)."""
+    import torch
+
+    from fairseq_localness.evaluation import task_scores
+
+    data = tmp_path / "data-bin"
+    words = dictionary_of(["good", "bad", "film", "plot"], data / "input0" / "dict.txt")
+    labels = dictionary_of(["0", "1"], data / "label" / "dict.txt")  # class c is label symbol nspecial + c
+    sentences = ["good film", "bad plot plot", "good", "film plot bad good"]
+    for split in ("train", "test"):
+        write_indexed(data / "input0" / split, sentences, words)
+        write_indexed(data / "label" / split, ["1", "1", "0", "1"], labels)
+    args, model = built(data, "localness_classifier_tiny", ["--task", "sentence_prediction", "--num-classes", "2",
+                                                             "--criterion", "sentence_prediction"])
+    head = model.classification_heads["sentence_classification_head"].out_proj
+    with torch.no_grad():
+        head.weight.zero_()
+        head.bias.copy_(torch.tensor([0.0, 1.0]))
+    save_untrained(model, args, tmp_path / "checkpoints" / "checkpoint_best.pt")
+    assert task_scores.main([str(tmp_path / "checkpoints"), str(data), "--task", "classification", "--cpu"]) == 0
+    scores = json.loads((tmp_path / "checkpoints" / "eval-test" / "scores.json").read_text())
+    assert scores["accuracy"] == {"score": 75.0, "correct": 3, "total": 4} and scores["subset"] == "test"
+    with pytest.raises(SystemExit):  # a checkpoint that is not there is named
+        task_scores.main([str(tmp_path / "checkpoints"), str(data), "--task", "classification", "--checkpoint", "x.pt"])
+
+
+def test_perplexity_of_a_uniform_language_model_is_its_vocabulary_size(tmp_path):
+    """Zero (tied) embeddings give every next token the same probability 1 / |V|: fairseq-eval-lm's perplexity
+    must be |V| = 16 exactly (12 words + 4 special symbols), its base-2 loss log2(16) = 4."""
+    import torch
+
+    from fairseq_localness.evaluation import task_scores
+
+    data = tmp_path / "data-bin"
+    words = [f"w{i}" for i in range(12)]
+    dictionary = dictionary_of(words, data / "dict.txt")
+    assert len(dictionary) == 16
+    for split in ("train", "test"):
+        write_indexed(data / split, ["w1 w2 w3", "w4 w5", "w6 w7 w8 w9 w10 w11"], dictionary)
+    args, model = built(data, "transformer_lm_localness", [
+        "--task", "language_modeling", "--tokens-per-sample", "64", "--sample-break-mode", "eos",
+        "--decoder-layers", "1", "--decoder-embed-dim", "16", "--decoder-ffn-embed-dim", "32",
+        "--decoder-attention-heads", "2", "--share-decoder-input-output-embed"])
+    with torch.no_grad():
+        model.decoder.embed_tokens.weight.zero_()  # also the output projection (tied)
+    save_untrained(model, args, tmp_path / "checkpoints" / "checkpoint_best.pt")
+    out = tmp_path / "eval"
+    assert task_scores.main([str(tmp_path / "checkpoints"), str(data), "--task", "language_modeling",
+                             "--tokens-per-sample", "64", "--out", str(out), "--cpu"]) == 0
+    scores = json.loads((out / "scores.json").read_text())["ppl"]
+    assert scores["score"] == 16.0 and scores["loss_base2"] == 4.0
+    assert (scores["sample_break_mode"], scores["context_window"]) == ("eos", 0)
+    assert "Loss (base 2): 4.0000, Perplexity: 16.00" in (out / "eval-lm-test.log").read_text()
+
+
+@pytest.mark.slow
+def test_classification_and_language_model_rows_end_to_end(tmp_path):
+    """Nguyen 2020 Tables 5 and 6 through reproduce.sh on toy data: train.sh (a few updates) and score_task.sh,
+    the table written with accuracy / perplexity beside the paper's, and a rerun that trains nothing."""
+    data = tmp_path / "data"
+    words = [f"w{i}" for i in range(12)]
+    sentences = [" ".join(words[(i * 5 + j) % 12] for j in range(2 + i % 5)) for i in range(40)]
+    vocab = dictionary_of(words, data / "sst2" / "data-bin" / "input0" / "dict.txt")
+    labels = dictionary_of(["0", "1"], data / "sst2" / "data-bin" / "label" / "dict.txt")
+    lm_vocab = dictionary_of(words, data / "lm1b" / "data-bin" / "dict.txt")
+    for split in ("train", "valid", "test"):
+        write_indexed(data / "sst2" / "data-bin" / "input0" / split, sentences, vocab)
+        write_indexed(data / "sst2" / "data-bin" / "label" / split, [str(i % 2) for i in range(40)], labels)
+        write_indexed(data / "lm1b" / "data-bin" / split, sentences, lm_vocab)
+    common = ["--work", str(tmp_path / "work"), "--data-root", str(data), "--eval-args=--cpu"]
+    classify = ["bash", str(REPO / "scripts" / "reproduce.sh"), "nguyen2020", "5", "--rows", "base-sst,aw-sst",
+                "--train-args", "optimization.max_update=2", *common]
+    out = run(classify).stdout
+    assert out.count("+ bash") == 4 and "score_task.sh" in out
+    records = json.loads((tmp_path / "work" / "nguyen2020" / "table5.json").read_text())["rows"]
+    aw = next(r for r in records if r["id"] == "aw-sst")
+    assert aw["metric"] == "accuracy" and aw["paper"] == 82.13 and aw["paper_delta"] == pytest.approx(82.13 - 79.36)
+    assert aw["status"] == "done" and 0 <= aw["ours"] <= 100 and aw["params_ours"] > 0
+    assert "+ bash" not in run(classify).stdout
+    lm = ["bash", str(REPO / "scripts" / "reproduce.sh"), "nguyen2020", "6", "--rows", "base", "--train-args",
+          "optimization.max_update=2 model.decoder_layers=2 model.decoder_embed_dim=32 model.decoder_ffn_embed_dim=64 "
+          "model.decoder_attention_heads=2", *common]
+    run(lm)
+    record = json.loads((tmp_path / "work" / "nguyen2020" / "table6.json").read_text())["rows"][0]
+    assert record["metric"] == "ppl" and record["paper"] == 46.37 and record["status"] == "done"
+    scores = json.loads((tmp_path / "work" / "nguyen2020" / "table6" / "base" / "eval-test" / "scores.json").read_text())
+    assert record["ours"] == scores["ppl"]["score"] > 1  # 2 updates from a random init: not yet near |V| = 16
+    assert record["ours"] == pytest.approx(2 ** scores["ppl"]["loss_base2"], abs=0.01 + 1e-3 * record["ours"])
+
+
+PROBE_RESULTS = {  # scripts/probe.py's results.json (accuracies as fractions): the paper's TRANSFORMER row
+    "tasks": {name: {"test_accuracy": value, "dev_accuracy": 0.5} for name, value in (
+        ("sentence_length", 0.901), ("word_content", 0.634), ("tree_depth", 0.439), ("top_constituents", 0.785),
+        ("bigram_shift", 0.716), ("past_present", 0.887), ("subj_number", 0.858), ("obj_number", 0.85),
+        ("odd_man_out", 0.517), ("coordination_inversion", 0.632))},
+    "group_averages": {"surface": 0.7675, "syntactic": 0.6467, "semantic": 0.7488},
+}
+
+
+def test_probe_results_become_xu2019s_columns():
+    from fairseq_localness.evaluation import task_scores
+
+    record = task_scores.probing_record(PROBE_RESULTS)
+    assert record["SeLn"] == pytest.approx(90.1) and record["CoIn"] == pytest.approx(63.2)
+    assert (record["surf"], record["sync"], record["semc"]) == pytest.approx((76.75, 64.67, 74.88))
+    assert record["score"] == record["surf"] and len(record) == 14
+    only_two = {"tasks": {"bigram_shift": {"test_accuracy": 0.75}, "word_content": {"test_accuracy": 0.5}}}
+    assert task_scores.probing_record(only_two) == {"score": 50.0, "WC": 50.0, "BShif": 75.0}  # no full group
+    with pytest.raises(task_scores.ScoreError, match="unknown parse_depth"):
+        task_scores.probing_record({"tasks": {"parse_depth": {"test_accuracy": 0.5}}})
+
+
+def test_tables_with_several_numbers_per_model_keep_them_all(tmp_path, capsys):
+    """Xu 2019 Table 4 (ten probing tasks) and Fan 2021 Table 2 (R-1/2/L/avg): the first printed column is the
+    Ours / Paper column, every other one is kept in the records and in the markdown."""
+    from fairseq_localness.evaluation import task_scores
+
+    run_dir = tmp_path / "xu2019" / "table4" / "base"
+    fake_finished_run(run_dir, "test", "tokenized_bleu", bleu=0, wps=10, params=1)
+    (run_dir / "eval-test" / "scores.json").write_text(json.dumps({"probing_accuracy": task_scores.probing_record(
+        PROBE_RESULTS)}))
+    assert reproduce.main(["xu2019", "4", "--work", str(tmp_path), "--rows", "base"]) == 0
+    record = json.loads((tmp_path / "xu2019" / "table4.json").read_text())["rows"][0]
+    assert record["metric"] == "probing_accuracy" and record["paper"] == 90.1 and record["ours"] == pytest.approx(90.1)
+    assert (record["paper_WC"], record["paper_CoIn"]) == (63.4, 63.2) and "paper_SeLn" not in record
+    assert record["ours_CoIn"] == pytest.approx(63.2) and record["status"] == "done"
+    assert ("| 90.10 | WC 63.4, TDep 43.9, ToCo 78.5, BShif 71.6, Tense 88.7, SubN 85.8, ObjN 85.0, SoMo 51.7, CoIn 63.2 "
+            "| 90.10 | WC 63.4, TDep 43.9, ToCo 78.5, BShif 71.6, Tense 88.7, SubN 85.8, ObjN 85.0, SoMo 51.7, CoIn 63.2 |") \
+        in (tmp_path / "xu2019" / "table4.md").read_text()
+    assert reproduce.main(["fan2021", "2", "--work", str(tmp_path), "--rows", "transformer-gigaword,man-gigaword"]) == 0
+    record = json.loads((tmp_path / "fan2021" / "table2.json").read_text())["rows"][-1]
+    assert (record["paper"], record["paper_rouge2"], record["paper_rougeL"], record["paper_rouge_avg"]) == \
+        (38.28, 19.46, 35.46, 31.06)
+    assert record["paper_delta"] == pytest.approx(38.28 - 37.57) and record["metric"] == "rouge"

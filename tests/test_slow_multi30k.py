@@ -15,7 +15,6 @@ docs/testing.md). Tests skip themselves, with the reason, when the corpus is not
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import Dict, Sequence
@@ -25,7 +24,6 @@ import torch
 
 from localness_testing import BIN, REPO, USER_DIR, run
 
-SHARED_MULTI30K = REPO.parent / "shared" / "data" / "multi30k" / "tok"
 UPDATES = 300
 
 #: the small model every family shares; method options keep their paper defaults (layers 1-3 fit 3 layers)
@@ -47,19 +45,9 @@ FLOORS: Dict[str, float] = {arch: round(bleu - 2.0, 1) for arch, bleu in MEASURE
 
 
 @pytest.fixture(scope="session")
-def multi30k_bin(tmp_path_factory) -> Path:
-    """Binarised Multi30k de-en with joint BPE (data-prep/prepare-multi30k.sh), prepared once per session."""
-    given = os.environ.get("LOCALNESS_MULTI30K_BIN")
-    if given:
-        if not (Path(given) / "dict.de.txt").is_file():
-            pytest.fail(f"LOCALNESS_MULTI30K_BIN={given} is not a prepare-multi30k.sh data-bin (no dict.de.txt)")
-        return Path(given)
-    if not SHARED_MULTI30K.is_dir():
-        pytest.skip(f"Multi30k not found at {SHARED_MULTI30K} (CI provides the corpora at ../shared/data)")
-    out = tmp_path_factory.mktemp("multi30k")
-    run(["bash", str(REPO / "data-prep" / "prepare-multi30k.sh"), "--out", str(out / "prep"),
-         "--raw-dir", str(SHARED_MULTI30K)], env={"PYTHON": str(BIN / "python")})
-    return out / "prep" / "data-bin"
+def multi30k_bin(multi30k_prepared) -> Path:
+    """Binarised Multi30k de-en with joint BPE (conftest's ``multi30k_prepared``: prepared once per session)."""
+    return multi30k_prepared / "data-bin"
 
 
 def train(data_bin: Path, save_dir: Path, arch: str, updates: int = UPDATES, extra: Sequence[str] = ()) -> str:

@@ -206,6 +206,9 @@ SIZE_VARIANTS: Dict[str, Callable[[Any], None]] = {
     "_wmt_en_de": transformer_wmt_en_de,
     "_wmt_en_de_big": transformer_wmt_en_de_big,
 }
+#: every size suffix registered so far (fairseq's sizes and task sizes such as ``_summarization``): an
+#: architecture name ending in one is a size variant, not a method family of its own
+REGISTERED_SIZE_SUFFIXES = {suffix for suffix in SIZE_VARIANTS if suffix}
 
 
 def register_locality_architectures(
@@ -219,6 +222,7 @@ def register_locality_architectures(
     user did not set them.
     """
 
+    REGISTERED_SIZE_SUFFIXES.update(suffix for suffix in sizes if suffix)
     for suffix, size in sizes.items():
 
         def architecture(args, size=size):

@@ -22,7 +22,9 @@ class AttentionContext:
             ``q`` is *not* scaled by 1/sqrt(d) (``scaling`` holds that factor).
         query_input: the attention block's query input H (B, T, C).
         key_input: key input of the keys new in this call (B, S_new, C), or
-            None when static keys come from the incremental cache.
+            None when static keys come from the incremental cache. At the first
+            step of beam search in cross-attention it holds one row per
+            sentence (B / key_beam rows; see ``key_beam``).
         key_padding_mask: (B, S) bool, True at padding, or None.
         attn_mask: additive (T, S) mask passed by fairseq (e.g. the causal mask), or None.
         causal: decoder self-attention (query i sees keys j <= i).
@@ -46,6 +48,9 @@ class AttentionContext:
     saved_state: Optional[Dict[str, Optional[Tensor]]] = None
     #: (B, 1) decoder steps already taken: cross-attention queries' offset in incremental decoding
     query_offset: Optional[Tensor] = None
+    #: rows of the batch per row of ``key_input``: the beam size when static cross-attention inputs are
+    #: projected once per sentence (``key_side`` repeats the results), else 1
+    key_beam: int = 1
     #: analysis values recorded by methods (e.g. gate values) when capture is on
     records: Optional[Dict[str, Tensor]] = field(default=None)
 
@@ -142,6 +147,8 @@ class AttentionContext:
             assert cached is not None, f"{name}: static keys but no cached value"
             return cached
         new = compute(self.key_input)
+        if self.key_beam > 1:
+            new = new.repeat_interleave(self.key_beam, dim=0)
         if cached is not None and not self.static_kv:
             new = torch.cat([cached, new], dim=2)
         elif self.static_kv:

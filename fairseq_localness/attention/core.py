@@ -116,9 +116,18 @@ class LocalityAttention(MultiheadAttention):
                     input_shift = query - original if input_shift is None else input_shift + query - original
             key = value = query
 
+        key_beam = 1
+        if self.encoder_decoder_attention and saved_state is not None and key is not None and value is key:
+            key, key_beam = self._one_row_per_sentence(key)
+            value = key
+
+        def project(linear: nn.Linear, x: Tensor) -> Tensor:
+            projected = self._split_heads(linear(x))
+            return projected if key_beam == 1 else projected.repeat_interleave(key_beam, dim=0)
+
         q = self._split_heads(self.q_proj(query))
-        k = self._split_heads(self.k_proj(key)) if key is not None else None
-        v = self._split_heads(self.v_proj(value)) if value is not None else None
+        k = project(self.k_proj, key) if key is not None else None
+        v = project(self.v_proj, value) if value is not None else None
 
         query_offset = None
         if saved_state is not None:
@@ -147,6 +156,7 @@ class LocalityAttention(MultiheadAttention):
             static_kv=static_kv,
             saved_state=saved_state,
             query_offset=query_offset,
+            key_beam=key_beam,
             records={} if self.capture is not None else None,
         )
         bias = self._logit_bias(ctx, skip=self._kernel)
@@ -175,6 +185,24 @@ class LocalityAttention(MultiheadAttention):
             if not need_head_weights:
                 weights = weights.mean(dim=0)
         return out, weights
+
+    def _one_row_per_sentence(self, key: Tensor) -> Tuple[Tensor, int]:
+        """The encoder output (S, B*beam, C) of beam search as (S, B, C) and the beam size, where its rows repeat.
+
+        fairseq's generator repeats every sentence's encoder output once per hypothesis before the first
+        step; projecting it (keys, values, methods' key-side terms) once per sentence and repeating the
+        results gives the same cache for a beam-th of the projection cost, as fairseq's beamable
+        ``MultiheadAttention`` does. Rows that do not repeat (other callers) are used as they are.
+        """
+        beam = max(int(self.beam_size), 1)
+        length, rows, dim = key.shape
+        if beam == 1 or rows % beam != 0:
+            return key, 1
+        grouped = key.view(length, rows // beam, beam, dim)
+        first = grouped[:, :, :1]
+        if not torch.equal(grouped, first.expand_as(grouped)):
+            return key, 1
+        return first.squeeze(2), beam
 
     def _extend_cache(self, saved_state, k, v, key_padding_mask, static_kv):
         """Append new keys/values to (or reuse them from) the incremental cache, fairseq's layout."""

@@ -76,6 +76,14 @@ def build_parser() -> argparse.ArgumentParser:
                         "one decoding call each, order rotated per round; prints the median and "
                         "interquartile range of per-round ratios (stable on a busy machine; "
                         "--steps/--repeats are not used)")
+    p.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                   help="with --interleaved: time each step by wall clock, or by the CPU time of this process "
+                        "(CPU device only; unaffected by waiting for a core on a shared machine, the "
+                        "single-core latency with --threads 1)")
+    p.add_argument("--count-flops", action="store_true",
+                   help="with --interleaved: also count the matrix-product FLOPs of one training step and one "
+                        "decoding call per model (torch's FlopCounterMode) and print their ratios to the "
+                        "baseline: the speed ratio a model can reach where matrix products dominate")
     p.add_argument("--profile", type=int, metavar="TOP", default=0,
                    help="with --interleaved: print the TOP operators by self CPU time per model and step kind")
     p.add_argument("--list-archs", action="store_true",
@@ -331,9 +339,13 @@ def drive_interleaved(opts, specs: List[Spec], seq_lens: List[int], settings: di
     if opts.profile < 0:
         raise BenchmarkError("--profile must be >= 0")
     start, load_before = time.perf_counter(), _loadavg()
+    if opts.clock == "cpu" and settings["device"] == "cuda":
+        raise BenchmarkError("--clock cpu times the host's CPU work only, not the GPU's: use --clock wall on CUDA")
     records = run_interleaved(specs, seq_lens, settings, opts.interleaved, opts.profile,
-                              log=lambda line: print(line, file=sys.stderr, flush=True))
+                              log=lambda line: print(line, file=sys.stderr, flush=True), clock=opts.clock,
+                              flops=opts.count_flops)
     print(format_rounds(records))
+    print(f"clock: {'process CPU time' if opts.clock == 'cpu' else 'wall time'}")
     load = "" if load_before is None else f" (1-minute load average {load_before:.1f} before, {_loadavg():.1f} after)"
     print(f"{opts.interleaved} interleaved rounds, total {time.perf_counter() - start:.1f} s{load}")
     if opts.json:

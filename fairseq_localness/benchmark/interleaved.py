@@ -36,6 +36,8 @@ class Contender:
     params: int
     train_tokens: int
     times: Dict[str, List[float]] = field(default_factory=lambda: {"train": [], "decode": []})
+    #: floating-point operations of one call per kind (``count_flops``), when counted
+    flops: Dict[str, int] = field(default_factory=dict)
 
 
 def random_batches(dictionary, settings: dict, seq_len: int, device):
@@ -111,7 +113,13 @@ def rotated(items: List, offset: int) -> List:
     return items[offset:] + items[:offset]
 
 
-def run_rounds(contenders: List[Contender], rounds: int, sync: Callable[[], None] = lambda: None) -> None:
+#: --clock: wall time, or the CPU time this process used (all its threads), which does not count the time
+#: a busy machine makes the process wait for a core
+CLOCKS: Dict[str, Callable[[], float]] = {"wall": time.perf_counter, "cpu": time.process_time}
+
+
+def run_rounds(contenders: List[Contender], rounds: int, sync: Callable[[], None] = lambda: None,
+               clock: Callable[[], float] = time.perf_counter) -> None:
     """Time one training step and one decoding call of every contender per round, order rotated each round."""
     for number in range(rounds):
         for contender in rotated(contenders, number):
@@ -119,10 +127,29 @@ def run_rounds(contenders: List[Contender], rounds: int, sync: Callable[[], None
                 if call is None:
                     continue
                 sync()
-                start = time.perf_counter()
+                start = clock()
                 call()
                 sync()
-                contender.times[kind].append(time.perf_counter() - start)
+                contender.times[kind].append(clock() - start)
+
+
+def count_flops(contenders: List[Contender]) -> None:
+    """Count the floating-point operations of one training step and one decoding call of every contender.
+
+    torch's ``FlopCounterMode`` counts matrix products and attention kernels (2 x M x N x K for an
+    (M x K) @ (K x N) product), the arithmetic that bounds a CPU step; element-wise work is not counted.
+    Deterministic, so the ratio is the speed a model could at best reach against its reference where
+    matrix products dominate.
+    """
+    from torch.utils.flop_counter import FlopCounterMode
+
+    for contender in contenders:
+        for kind, call in (("train", contender.train_step), ("decode", contender.decode)):
+            if call is None:
+                continue
+            with FlopCounterMode(display=False) as counter:
+                call()
+            contender.flops[kind] = counter.get_total_flops()
 
 
 def ratio_summary(times: List[float], reference: List[float]) -> Dict[str, float]:
@@ -148,6 +175,9 @@ def summarise_rounds(contenders: List[Contender], seq_len: int) -> List[dict]:
                 continue
             record[f"{kind}_seconds_median"] = statistics.median(times)
             record[f"{kind}_ratio"] = ratio_summary(times, reference.times[kind])
+        for kind, flops in contender.flops.items():
+            record[f"{kind}_flops"] = flops
+            record[f"{kind}_flops_ratio"] = reference.flops[kind] / flops if flops else None
         records.append(record)
     return records
 
@@ -160,10 +190,16 @@ def format_rounds(records: List[dict]) -> str:
         return (f"{summary['median']:.2f} [{summary['q1']:.2f}-{summary['q3']:.2f}, "
                 f"{summary['min']:.2f}-{summary['max']:.2f}]")
 
-    lines = ["| arch | seq len | train ratio [IQR, min-max] | decode ratio [IQR, min-max] |",
-             "| --- | --- | --- | --- |"]
+    counted = any("train_flops_ratio" in r or "decode_flops_ratio" in r for r in records)
+    header = "| arch | seq len | train ratio [IQR, min-max] | decode ratio [IQR, min-max] |"
+    lines = [header + (" train FLOP ratio | decode FLOP ratio |" if counted else ""),
+             "| --- | --- | --- | --- |" + (" --- | --- |" if counted else "")]
     for r in records:
-        lines.append(f"| {r['arch']} | {r['seq_len']} | {cell(r.get('train_ratio'))} | {cell(r.get('decode_ratio'))} |")
+        line = f"| {r['arch']} | {r['seq_len']} | {cell(r.get('train_ratio'))} | {cell(r.get('decode_ratio'))} |"
+        if counted:
+            line += "".join(f" {r[key]:.3f} |" if r.get(key) is not None else " - |"
+                            for key in ("train_flops_ratio", "decode_flops_ratio"))
+        lines.append(line)
     return "\n".join(lines)
 
 
@@ -184,11 +220,16 @@ def profile_contenders(contenders: List[Contender], top: int) -> str:
 
 
 def run_interleaved(specs: List[Spec], seq_lens: List[int], settings: dict, rounds: int,
-                    profile_top: int = 0, log: Callable[[str], None] = print) -> List[dict]:
+                    profile_top: int = 0, log: Callable[[str], None] = print, clock: str = "wall",
+                    flops: bool = False) -> List[dict]:
     """Build every model per length in this process, run ``rounds`` interleaved rounds; records per model."""
     import torch
 
     device = torch.device("cuda", torch.cuda.current_device()) if settings["device"] == "cuda" else torch.device("cpu")
+    if clock not in CLOCKS:
+        raise ValueError(f"--clock must be one of {', '.join(CLOCKS)}, got {clock!r}")
+    if clock == "cpu" and device.type == "cuda":
+        raise ValueError("--clock cpu times the host's CPU work only, not the GPU's: use --clock wall on CUDA")
     torch.set_num_threads(settings["threads"])
     _warm_up_runtime(device)
 
@@ -208,7 +249,9 @@ def run_interleaved(specs: List[Spec], seq_lens: List[int], settings: dict, roun
             with autocast:
                 contenders.append(build_contender(spec, settings, seq_len, device))
         with autocast:
-            run_rounds(contenders, rounds, sync)
+            run_rounds(contenders, rounds, sync, CLOCKS[clock])
+            if flops:
+                count_flops(contenders)
             if profile_top > 0:
                 log(profile_contenders(contenders, profile_top))
         records.extend(summarise_rounds(contenders, seq_len))

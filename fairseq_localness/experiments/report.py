@@ -12,7 +12,7 @@ import io
 import json
 from typing import Dict, List, Optional
 
-from .tables import Row, published_delta, published_params, published_speed_ratio
+from .tables import MULTI_COLUMN_METRICS, PROBING_TASKS, PUBLISHED_FIELD, TASK_FIELDS, Row, published_delta, published_params, published_speed_ratio
 
 COLUMNS = [
     ("row", "Row"), ("arch", "Architecture"), ("ours", "Ours"), ("paper", "Paper"), ("ours_delta", "Δ ours"),
@@ -21,10 +21,11 @@ COLUMNS = [
 ]
 
 
-def score_of(scores: Dict, metric: str) -> Optional[float]:
-    """Our score in the paper's metric; tokenized BLEU where sacreBLEU could not be computed."""
+def score_of(scores: Dict, metric: str, field: Optional[str] = None) -> Optional[float]:
+    """Our score in the paper's metric; tokenized BLEU where sacreBLEU could not be computed. ``field``: the
+    column of a metric with several (probing: SeLn, ..., surf, ...)."""
     entry = scores.get(metric) or scores.get("tokenized_bleu") or {}
-    return entry.get("score")
+    return entry.get(field, entry.get("score")) if field else entry.get("score")
 
 
 def mark_of(scores: Dict, metric: str) -> str:
@@ -36,32 +37,50 @@ def mark_of(scores: Dict, metric: str) -> str:
 
 def row_results(rows: List[Row], runs: Dict[str, Dict], status: Dict[str, str], metrics: Dict[str, str]) -> List[Dict]:
     """One record per row. ``runs``: row id -> {"scores": scores.json, "params": int, "train_wps": float};
-    ``metrics``: row id -> the metric its paper reports."""
+    ``metrics``: row id -> the metric its paper reports (tokenized_bleu, sacrebleu, accuracy, ppl, ...). Rows of
+    tables that print several numbers per model (ROUGE-1/2/L, probing tasks) also get ``paper_<field>`` for each."""
     by_id = {row.id: row for row in rows}
     records = []
     for row in rows:
         run = runs.get(row.id) or {}
         scores = run.get("scores") or {}
         metric = metrics.get(row.id, "tokenized_bleu")
-        ours = score_of(scores, metric)
+        field = PUBLISHED_FIELD.get(metric, "bleu")
+        if field not in row.published and field != "bleu":  # e.g. Xu 2019 Table 4 prints tasks, no group means
+            field = next((f for f in TASK_FIELDS if f in row.published), field)
+        column = field if metric in MULTI_COLUMN_METRICS else None
+        ours = score_of(scores, metric, column)
         base_run = runs.get(row.baseline or "") or {}
-        base_score = score_of(base_run.get("scores") or {}, metric)
+        base_score = score_of(base_run.get("scores") or {}, metric, column)
         wps, base_wps = run.get("train_wps"), base_run.get("train_wps")
         params = run.get("params")
         records.append({
-            "paper": row.paper, "table": row.table, "id": row.id, "row": row.name, "arch": row.arch,
+            "publication": row.paper, "table": row.table, "id": row.id, "row": row.name, "arch": row.arch,
             "setting": row.setting, "split": row.split, "metric": metric, "baseline": row.baseline,
             "ours": ours, "ours_mark": mark_of(scores, metric) if row.baseline else "",
-            "paper": row.published.get("bleu"), "paper_mark": row.published.get("mark", ""),
+            "paper": row.published.get(field), "paper_mark": row.published.get("mark", ""),
             "ours_delta": round(ours - base_score, 2) if ours is not None and base_score is not None else None,
-            "paper_delta": published_delta(row, by_id),
+            "paper_delta": published_delta(row, by_id, field),
             "params_ours": round(params / 1e6, 1) if params else None,
             "params_paper": published_params(row, by_id),
             "speed_ours": round(wps / base_wps, 3) if wps and base_wps else (1.0 if wps and not row.baseline else None),
             "speed_paper": published_speed_ratio(row, by_id),
             "train_wps": wps, "status": status.get(row.id, ""), "note": row.note,
         })
+        extra = [f for f in TASK_FIELDS if f != field and row.published.get(f) is not None]
+        records[-1].update({f"paper_{f}": row.published[f] for f in extra})
+        if metric in MULTI_COLUMN_METRICS:  # our numbers in the table's other columns
+            records[-1].update({f"ours_{f}": (scores.get(metric) or {}).get(f) for f in extra})
     return records
+
+
+def _all_columns(record: Dict, prefix: str = "paper_") -> str:
+    """Every number of the row beyond the main column (e.g. ``R-2 18.29, R-L 37.88``), the paper's or ours."""
+    names = {"rouge1": "R-1", "rouge2": "R-2", "rougeL": "R-L", "rouge_avg": "R-avg", "surf": "Surf.",
+             "sync": "Sync.", "semc": "Semc."}
+    cells = [f"{names.get(k[len(prefix):], k[len(prefix):])} {v:.{1 if k[len(prefix):] in PROBING_TASKS else 2}f}"
+             for k, v in record.items() if k.startswith(prefix) and k[len(prefix):] in TASK_FIELDS and v is not None]
+    return ", ".join(cells) if cells else "-"
 
 
 def _cell(record: Dict, key: str) -> str:
@@ -79,17 +98,25 @@ def _cell(record: Dict, key: str) -> str:
 
 
 def markdown(title: str, citation: str, records: List[Dict]) -> str:
+    columns = list(COLUMNS)
+    if any(k.startswith("paper_") and k[len("paper_"):] in TASK_FIELDS for r in records for k in r):
+        columns.insert(4, ("paper_all", "Paper (other columns)"))  # ROUGE-1/2/L, probing tasks
+        columns.insert(3, ("ours_all", "Ours (other columns)"))
     lines = [f"## {title}", "", citation, "",
-             "| " + " | ".join(header for _, header in COLUMNS) + " |",
-             "|" + "---|" * len(COLUMNS)]
+             "| " + " | ".join(header for _, header in columns) + " |",
+             "|" + "---|" * len(columns)]
     for record in records:
-        lines.append("| " + " | ".join(_cell(record, key) for key, _ in COLUMNS) + " |")
+        lines.append("| " + " | ".join(_all_columns(record, key[:-len("all")]) if key.endswith("_all")
+                                       else _cell(record, key) for key, _ in columns) + " |")
     metrics = sorted({r["metric"] for r in records if r["arch"]})
     lines += ["", f"Ours / Paper: {', '.join(metrics)} on the {records[0]['split'] if records else ''} split as the "
               "paper scored it (docs/reproduce.md, \"Scoring\"). ↑ / ⇑: better than the row's baseline with p < 0.05 / "
               "0.01 (paired bootstrap; ↓ / ⇓ worse); Δ: difference to the row's baseline. Speed: training words per "
               "second relative to the baseline (ours) and the paper's steps per second relative to its baseline. "
               "n/a: not available."]
+    if ("paper_all", "Paper (other columns)") in columns:
+        lines[-1] += (" Tables with several numbers per model: Ours / Paper are the table's first column (R-1, Surf. or "
+                      "SeLn), the other columns the rest as printed.")
     notes = [f"- {r['row']}: {r['note']}" for r in records if r.get("note")]
     return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
 
@@ -114,10 +141,37 @@ _DATA_SCRIPTS = {"wmt14_en_de": "WMT14 En-De (`data-prep/prepare-wmt14en2de.sh`)
                  "wmt17_zh_en": "WMT17 Zh-En (`data-prep/prepare-wmt17zh2en.sh`)",
                  "wat17_ja_en": "WAT17 Ja-En (`data-prep/prepare-wat17ja2en.sh`)",
                  "iwslt14_de_en": "IWSLT14 De-En (`data-prep/prepare-iwslt14.sh`)",
-                 "wmt14_en_fr": "WMT14 En-Fr (`data-prep/prepare-wmt14en2fr.sh`)"}
+                 "wmt14_en_fr": "WMT14 En-Fr (`data-prep/prepare-wmt14en2fr.sh`)",
+                 "sst2": "SST-2 (`data-prep/prepare-sst2.sh`)", "imdb": "IMDB (`data-prep/prepare-imdb.sh`)",
+                 "sva": "subject-verb agreement (`data-prep/prepare-sva.sh`)",
+                 "lm1b": "One Billion Word (`data-prep/prepare-1bw.sh`)",
+                 "cnndm": "CNN/Daily Mail (`data-prep/prepare-cnndm.sh`)",
+                 "gigaword": "Gigaword (`data-prep/prepare-gigaword.sh`)",
+                 "senteval_probing": "SentEval probing tasks (`data-prep/prepare-senteval-probing.sh`)"}
 _METRICS = {"sacrebleu": "sacreBLEU (mteval-v13a tokenisation)", "tokenized_bleu": "tokenized BLEU"}
 _HEADERS = {"bleu": "BLEU", "bleu_delta": "BLEU Δ", "params": "Params (M)", "params_delta": "Params Δ (M)",
-            "speed": "Speed", "speed_delta": "Speed Δ"}
+            "speed": "Speed", "speed_delta": "Speed Δ", "accuracy": "Accuracy (%)", "ppl": "Perplexity",
+            "rouge1": "R-1", "rouge2": "R-2", "rougeL": "R-L", "rouge_avg": "R-avg", "surf": "Surf.",
+            "sync": "Sync.", "semc": "Semc.", **{task: task for task in PROBING_TASKS}}
+
+
+def _scoring(evaluation) -> str:
+    """How a setting's rows are scored, in words (docs/reproduce.md)."""
+    if evaluation.task == "translation":
+        return (f"{_METRICS[evaluation.metric]}, {'case-insensitive' if evaluation.lowercase else 'cased'}"
+                f"{', compound-split' if evaluation.compound_split else ''}, beam {evaluation.beam}, "
+                f"lenpen {evaluation.lenpen}, " + ("best checkpoint" if evaluation.checkpoint == "best" else
+                                                   f"average of the last {evaluation.average_last} checkpoints"))
+    if evaluation.task == "classification":
+        return "exact accuracy of the best checkpoint by validation accuracy (`scripts/score_task.sh`)"
+    if evaluation.task == "language_modeling":
+        return (f"fairseq-eval-lm perplexity of the best checkpoint by validation loss, sample break mode "
+                f"{evaluation.sample_break_mode}, {evaluation.tokens_per_sample} tokens per sample, context window "
+                f"{evaluation.context_window} (`scripts/score_task.sh`)")
+    if evaluation.task == "probing":
+        return ("test accuracy of SentEval's probing classifier on the frozen encoder of the best checkpoint, per task "
+                "and per group (`scripts/score_task.sh`, `scripts/probe.py`)")
+    return "ROUGE-1/2/L F1 (files2rouge); not scored by reproduce yet"
 
 
 def docs_tables(tables_data: Dict) -> str:
@@ -131,13 +185,14 @@ def docs_tables(tables_data: Dict) -> str:
         for table, table_spec in spec["tables"].items():
             rows = table_rows(tables_data, paper, table)
             trained = [r for r in rows if r.trained]
-            settings = sorted({r.setting for r in trained})
-            evaluations = [evaluation_of(tables_data, s) for s in settings]
-            data = sorted({_DATA_SCRIPTS.get(e.data, e.data) for e in evaluations})
-            scoring = sorted({f"{_METRICS[e.metric]}, {'case-insensitive' if e.lowercase else 'cased'}"
-                              f"{', compound-split' if e.compound_split else ''}, beam {e.beam}, lenpen {e.lenpen}, "
-                              + ("best checkpoint" if e.checkpoint == "best" else
-                                 f"average of the last {e.average_last} checkpoints") for e in evaluations})
+            # every row the paper trained (pending ones too: how the paper scored them is part of the table)
+            scored = trained or [r for r in rows if r.arch and not r.quoted]
+            settings = sorted({r.setting for r in scored if r.setting})
+            evaluations = [evaluation_of(tables_data, s) for s in sorted({r.scored_by for r in scored})]
+            # probing: the translation data its encoders are trained on, too
+            trained_on = [evaluation_of(tables_data, r.setting) for r in scored if r.setting and r.scored_by != r.setting]
+            data = sorted({_DATA_SCRIPTS.get(e.data, e.data) for e in evaluations + trained_on})
+            scoring = sorted({_scoring(e) for e in evaluations})
             hours = sum(gpu_hours(r)[3] or 0 for r in trained)
             quoted = sum(1 for r in rows if r.quoted)
             out += [f"### {paper} Table {table}", "", f"{table_spec['caption']}. Source: {table_spec['source']}.", "",
@@ -159,7 +214,7 @@ def docs_tables(tables_data: Dict) -> str:
                 cells = []
                 for column in columns:
                     value = row.published.get(column)
-                    digits = 1 if column.startswith("params") else 2
+                    digits = 1 if column.startswith("params") or column in PROBING_TASKS else 2  # as printed
                     text = "" if value is None else (f"{value:+.{digits}f}" if column.endswith("delta") else f"{value:.{digits}f}")
                     if column == "bleu" and row.published.get("mark"):
                         text += " " + str(row.published["mark"])

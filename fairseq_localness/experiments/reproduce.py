@@ -4,8 +4,10 @@
 
 Rows, their settings and the published numbers come from ``configs/paper_tables.yaml``
 (:mod:`.tables`). Each trained row runs ``scripts/train.sh`` (its setting's recipe and effective
-batch) and ``scripts/evaluate.sh`` (the paper's split, decoding and metric) in
-``WORK/PAPER/tableT/ROW/``. A row whose ``eval-SPLIT/scores.json`` exists is finished and not rerun;
+batch) and, in ``WORK/PAPER/tableT/ROW/``, ``scripts/evaluate.sh`` for translation (the paper's split,
+decoding and metric) or ``scripts/score_task.sh`` for classification (accuracy), language
+modelling (perplexity) and probing (accuracy of probes on the frozen encoder), as the row's
+``evaluation`` entry names its task. A row whose ``eval-SPLIT/scores.json`` exists is finished and not rerun;
 an interrupted training resumes from its last checkpoint. Rows the paper only quotes are listed
 with their numbers; rows whose method is not in the plugin yet (``pending``) or that fairseq
 rejects are listed with the reason. Nothing is skipped silently. The table is written as
@@ -58,21 +60,32 @@ def missing_reason(row: Row, tables: Optional[Dict] = None) -> Optional[str]:
         return f"no setting config configs/benchmark/{row.setting}.yaml"
     if tables is not None:
         try:
-            evaluation_of(tables, row.setting)
+            evaluation = evaluation_of(tables, row.scored_by)
         except TableError as err:
             return str(err)
+        if not evaluation.scored_here:
+            return f"reproduce does not score {evaluation.task} ({evaluation.metric}) yet"
     if row.arch not in arch_configs():
         return f"no architecture config configs/arch/{row.arch}.yaml"
     try:
         flags = setting_model_flags(row.setting) + row.flags()
     except TableError as err:
         return str(err)
-    return parser_error(row.arch, flags)
+    return parser_error(row.arch, flags, setting_task_flags(row.setting))
 
 
-def parser_error(arch: str, flags: Sequence[str]) -> Optional[str]:
-    """Parse ``--arch ARCH FLAGS`` with fairseq's training parser (as fairseq-train would), then
-    validate the locality placement; return the error or None."""
+def setting_task_flags(setting: str) -> List[str]:
+    """The fairseq task a benchmark setting trains (``task._name``) with the options its parser needs."""
+    from .launch import benchmark_values
+
+    task = benchmark_values(setting).get("task") or {}
+    name = task.get("_name", "translation")
+    return ["--task", name] + (["--num-classes", str(task.get("num_classes", 2))] if name == "sentence_prediction" else [])
+
+
+def parser_error(arch: str, flags: Sequence[str], task_flags: Sequence[str] = ("--task", "translation")) -> Optional[str]:
+    """Parse ``--arch ARCH FLAGS`` with fairseq's training parser (as fairseq-train would, for the
+    setting's task), then validate the locality placement; return the error or None."""
     import contextlib
     import io
 
@@ -87,7 +100,7 @@ def parser_error(arch: str, flags: Sequence[str]) -> Optional[str]:
         with contextlib.redirect_stderr(stderr):
             parser = options.get_training_parser()
             args = options.parse_args_and_arch(
-                parser, ["data-bin", "--task", "translation", "--user-dir", str(USER_DIR), "--arch", arch, *flags]
+                parser, ["data-bin", *task_flags, "--user-dir", str(USER_DIR), "--arch", arch, *flags]
             )
     except SystemExit:
         message = stderr.getvalue().strip().splitlines()
@@ -122,16 +135,40 @@ class RowPlan:
 
 
 def plan_row(row: Row, tables: Dict, work: Path, data_root: Path, launcher: List[str]) -> RowPlan:
-    evaluation = evaluation_of(tables, row.setting)
+    evaluation = evaluation_of(tables, row.scored_by)
+    training = evaluation_of(tables, row.setting) if row.scored_by != row.setting else evaluation
     run_dir = work / row.paper / table_dirname(row.table) / row.id
-    data_bin = data_root / evaluation.data / "data-bin"
+    data_bin = data_root / training.data / "data-bin"  # probing: the translation data its encoder is trained on
     train = ["bash", str(SCRIPTS / "train.sh"), row.setting, row.arch, "--data", str(data_bin),
              "--save-dir", str(run_dir / "checkpoints"), *launcher, *row.overrides]
-    evaluate = ["bash", str(SCRIPTS / "evaluate.sh"), str(run_dir / "checkpoints"), str(data_bin),
+    script = "evaluate.sh" if evaluation.task == "translation" else "score_task.sh"
+    evaluate = ["bash", str(SCRIPTS / script), str(run_dir / "checkpoints"), str(data_bin),
                 *evaluation.evaluate_flags(row.split), "--out", str(run_dir / f"eval-{row.split}")]
-    if row.baseline:
+    if evaluation.task == "probing":  # the probing files, and the BPE / casing of the encoder's training data
+        evaluate += ["--probing-tasks", str(data_root / evaluation.data), "--prep-dir", str(data_root / training.data)]
+    if row.baseline and evaluation.task == "translation":  # the paired bootstrap test reads the baseline's output
         evaluate += ["--baseline-hyp", str(run_dir.parent / row.baseline / f"eval-{row.split}")]
     return RowPlan(row, run_dir, data_bin, train, evaluate, evaluation.metric)
+
+
+def row_metrics(rows: List[Row], tables: Dict) -> Dict[str, str]:
+    """The metric each row is reported in: its setting's, and for rows without one (quoted from other papers)
+    the metric of the table's other rows."""
+    metrics: Dict[str, str] = {}
+    for row in rows:
+        try:
+            metrics[row.id] = evaluation_of(tables, row.scored_by).metric if row.scored_by else ""
+        except (TableError, TypeError):
+            metrics[row.id] = ""
+    shared = next((m for m in metrics.values() if m), "tokenized_bleu")
+    return {row_id: metric or shared for row_id, metric in metrics.items()}
+
+
+def has_binarized_data(data_bin: Path) -> bool:
+    """fairseq-preprocess's dictionaries: dict.SRC.txt / dict.TGT.txt (translation), dict.txt (language
+    modelling) or input0/dict.txt and label/dict.txt (sentence_prediction)."""
+    return any(data_bin.glob("dict.*.txt")) or (data_bin / "dict.txt").is_file() or \
+        ((data_bin / "input0" / "dict.txt").is_file() and (data_bin / "label" / "dict.txt").is_file())
 
 
 def read_scores(path: Path) -> Dict:
@@ -188,7 +225,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--train-args", default="",
                         help="extra Hydra overrides for every row's training, one quoted string "
                         "(e.g. 'optimization.max_update=100' for a smoke run)")
-    parser.add_argument("--eval-args", default="", help="extra scripts/evaluate.sh options, one quoted string")
+    parser.add_argument("--eval-args", default="",
+                        help="extra scripts/evaluate.sh (translation) or scripts/score_task.sh (classification, "
+                        "language modelling) options, one quoted string (--eval-args=--cpu)")
     parser.add_argument("--tables", type=Path, default=TABLES_FILE,
                         help="the tables file, e.g. tables of your own in the same format [%(default)s]")
     parser.add_argument("--sweeps", type=Path, default=SWEEPS_FILE,
@@ -238,7 +277,7 @@ def main(argv: Sequence[str]) -> int:
             plan.evaluate += shlex.split(args.eval_args)
             plans[row.id] = plan
     for plan in plans.values():
-        if plan.row.baseline and plan.row.baseline not in plans:  # a baseline that is not trained (yet)
+        if "--baseline-hyp" in plan.evaluate and plan.row.baseline not in plans:  # a baseline not trained (yet)
             cut = plan.evaluate.index("--baseline-hyp")
             del plan.evaluate[cut:cut + 2]
 
@@ -270,13 +309,13 @@ def main(argv: Sequence[str]) -> int:
         if plan.scores.exists():
             print(f"DONE {row.id}: {plan.scores} exists, not rerun")
             continue
-        if not any(plan.data_bin.glob("dict.*.txt")):
+        if not has_binarized_data(plan.data_bin):
             failed[row.id] = f"no binarized data in {plan.data_bin} (run data-prep/ first)"
             print(f"FAILED {row.id}: {failed[row.id]}")
             continue
         evaluate = list(plan.evaluate)
         base_plan = plans.get(row.baseline or "")
-        if base_plan is not None and not (base_plan.eval_dir / "hyp.tok.txt").exists():
+        if base_plan is not None and "--baseline-hyp" in evaluate and not (base_plan.eval_dir / "hyp.tok.txt").exists():
             cut = evaluate.index("--baseline-hyp")
             del evaluate[cut:cut + 2]
             print(f"NOTE {row.id}: baseline {row.baseline} has no translations yet; no significance test")
@@ -297,7 +336,7 @@ def main(argv: Sequence[str]) -> int:
         runs[row_id] = run_stats
     status = {row.id: status_of(plans.get(row.id), reasons.get(row.id), failed, row) for row in rows}
     status.update(cluster_status or {})
-    metrics = {row_id: plan.metric for row_id, plan in plans.items()}
+    metrics = row_metrics(rows, tables)
     records = report.row_results(selected, runs, status, metrics)
     citation = tables["papers"][args.paper]["citation"]
     out = work / args.paper / table_dirname(str(args.table))

@@ -18,6 +18,24 @@ from ..paths import CONFIG_DIR
 TABLES_FILE = CONFIG_DIR / "paper_tables.yaml"
 SWEEPS_FILE = CONFIG_DIR / "paper_sweeps.yaml"  # the papers' sweep figures (no printed numbers), trained like tables
 NUMBER_FIELDS = ("bleu", "bleu_delta", "params", "params_delta", "speed", "speed_delta")
+#: Xu et al. (2019) Table 4: the ten probing tasks of Conneau et al. (2018), as the paper abbreviates them
+PROBING_TASKS = ("SeLn", "WC", "TDep", "ToCo", "BShif", "Tense", "SubN", "ObjN", "SoMo", "CoIn")
+#: published numbers of the other tasks (``published:`` keys): accuracy (%), perplexity, ROUGE F1, probing
+#: accuracy per group (Xu et al. 2019 Table 3: surface / syntax / semantics) and per task (Table 4)
+TASK_FIELDS = ("accuracy", "ppl", "rouge1", "rouge2", "rougeL", "rouge_avg", "surf", "sync", "semc") + PROBING_TASKS
+#: the task kinds an ``evaluation`` entry can name, and the metrics each may report
+TASK_METRICS = {
+    "translation": ("tokenized_bleu", "sacrebleu"),
+    "classification": ("accuracy",),
+    "language_modeling": ("ppl",),
+    "summarization": ("rouge",),
+    "probing": ("probing_accuracy",),
+}
+#: metrics whose tables print several numbers per model (scores.json holds each under its published key)
+MULTI_COLUMN_METRICS = ("rouge", "probing_accuracy")
+#: the ``published:`` key that holds the paper's number in a metric (the report's "Paper" column)
+PUBLISHED_FIELD = {"tokenized_bleu": "bleu", "sacrebleu": "bleu", "accuracy": "accuracy", "ppl": "ppl",
+                   "rouge": "rouge1", "probing_accuracy": "surf"}
 
 
 class TableError(ValueError):
@@ -62,21 +80,45 @@ def table_dirname(table: str) -> str:
 
 @dataclass(frozen=True)
 class Evaluation:
-    """How a setting's models are decoded and scored (``evaluation.<setting>`` of the tables file)."""
+    """How a setting's models are scored (``evaluation.<setting>`` of the tables file).
+
+    ``task`` names the kind of model: translation (decoded with beam / lenpen and scored by
+    ``scripts/evaluate.sh``), classification (accuracy), language_modeling (perplexity) or probing
+    (accuracy of probes on the frozen encoder of a translation model), scored by
+    ``scripts/score_task.sh`` (:mod:`fairseq_localness.evaluation.task_scores`); summarization is
+    named so that its table can say how the paper scored it (its rows are pending: reproduce does
+    not score it yet).
+    """
 
     data: str
-    beam: int
-    lenpen: float
     checkpoint: str  # best | last<N> | last<N>-updates
-    metric: str  # tokenized_bleu | sacrebleu
-    lowercase: bool
-    compound_split: bool
+    metric: str  # see TASK_METRICS
+    task: str = "translation"
+    beam: Optional[int] = None
+    lenpen: Optional[float] = None
+    lowercase: bool = False
+    compound_split: bool = False
+    # language modelling (fairseq-eval-lm): how the test text is cut into samples and how much context
+    # each scored token sees; the papers do not say, each entry cites where its values come from
+    tokens_per_sample: Optional[int] = None
+    sample_break_mode: Optional[str] = None
+    context_window: int = 0
 
     def __post_init__(self) -> None:
-        if self.metric not in ("tokenized_bleu", "sacrebleu"):
-            raise TableError(f"evaluation metric must be tokenized_bleu or sacrebleu, got {self.metric!r}")
+        if self.task not in TASK_METRICS:
+            raise TableError(f"evaluation task must be one of {', '.join(TASK_METRICS)}, got {self.task!r}")
+        if self.metric not in TASK_METRICS[self.task]:
+            choices = " or ".join(TASK_METRICS[self.task])
+            raise TableError(f"evaluation metric of a {self.task} setting must be {choices}, got {self.metric!r}")
         if self.checkpoint != "best" and not self.average_last:
             raise TableError(f"evaluation checkpoint must be best, last<N> or last<N>-updates, got {self.checkpoint!r}")
+        if self.task == "translation" and (self.beam is None or self.lenpen is None):
+            raise TableError("a translation evaluation needs beam and lenpen")
+        if self.task == "language_modeling" and (not self.tokens_per_sample or not self.sample_break_mode):
+            raise TableError("a language_modeling evaluation needs tokens_per_sample and sample_break_mode")
+        if self.task != "translation" and self.checkpoint != "best":
+            raise TableError(f"a {self.task} evaluation scores checkpoint_best.pt (checkpoint: best), "
+                             f"got {self.checkpoint!r}")
 
     @property
     def average_last(self) -> int:
@@ -84,16 +126,34 @@ class Evaluation:
         digits = self.checkpoint[len("last"):].split("-")[0] if self.checkpoint.startswith("last") else ""
         return int(digits) if digits.isdigit() and int(digits) > 0 else 0
 
-    def evaluate_flags(self, split: str) -> List[str]:
-        """The options of ``scripts/evaluate.sh`` that score as the paper did."""
-        flags = ["--subset", split, "--beam", str(self.beam), "--lenpen", str(self.lenpen),
-                 "--lowercase" if self.lowercase else "--no-lowercase",
-                 "--compound-split" if self.compound_split else "--no-compound-split"]
+    @property
+    def scored_here(self) -> bool:
+        """Whether reproduce trains and scores this task (summarization and probing: not yet)."""
+        return self.task in ("translation", "classification", "language_modeling", "probing")
+
+    @property
+    def published_field(self) -> str:
+        return PUBLISHED_FIELD[self.metric]
+
+    def checkpoint_flags(self) -> List[str]:
         if self.average_last:
-            flags += ["--avg-last", str(self.average_last)] + (["--avg-updates"] if "updates" in self.checkpoint else [])
-        else:
-            flags += ["--checkpoint", "checkpoint_best.pt"]
-        return flags
+            return ["--avg-last", str(self.average_last)] + (["--avg-updates"] if "updates" in self.checkpoint else [])
+        return ["--checkpoint", "checkpoint_best.pt"]
+
+    def evaluate_flags(self, split: str) -> List[str]:
+        """The options of ``scripts/evaluate.sh`` (translation) or ``scripts/score_task.sh`` (classification,
+        language modelling) that score as the paper did."""
+        if self.task == "translation":
+            return ["--subset", split, "--beam", str(self.beam), "--lenpen", str(self.lenpen),
+                    "--lowercase" if self.lowercase else "--no-lowercase",
+                    "--compound-split" if self.compound_split else "--no-compound-split"] + self.checkpoint_flags()
+        if self.task in ("classification", "probing"):
+            return ["--task", self.task, "--subset", split] + self.checkpoint_flags()
+        if self.task == "language_modeling":
+            return ["--task", self.task, "--subset", split, "--tokens-per-sample", str(self.tokens_per_sample),
+                    "--sample-break-mode", self.sample_break_mode, "--context-window", str(self.context_window)] \
+                + self.checkpoint_flags()
+        raise TableError(f"reproduce does not score {self.task} yet")
 
 
 @dataclass
@@ -114,6 +174,12 @@ class Row:
     quoted: Optional[str] = None
     pending: Optional[str] = None
     note: Optional[str] = None
+    evaluation: Optional[str] = None  # the evaluation entry, where it is not the setting's own (probing)
+
+    @property
+    def scored_by(self) -> Optional[str]:
+        """The ``evaluation`` entry that says how this row is scored: its own, else its training setting's."""
+        return self.evaluation or self.setting
 
     @property
     def name(self) -> str:
@@ -169,7 +235,8 @@ def table_rows(tables: Dict, paper: str, table: str) -> List[Row]:
             setting=None if entry.get("quoted") else setting, arch=entry.get("arch"), desc=entry.get("desc"),
             column=entry.get("column"), column_title=column.get("title"), overrides=list(entry.get("overrides") or []),
             baseline=entry.get("baseline"), published=dict(entry.get("published") or {}), quoted=entry.get("quoted"),
-            pending=entry.get("pending"), note=entry.get("note")))
+            pending=entry.get("pending"), note=entry.get("note"),
+            evaluation=entry.get("evaluation") or column.get("evaluation") or spec.get("evaluation")))
     return rows
 
 
@@ -187,14 +254,15 @@ def setting_model_flags(setting: str) -> List[str]:
     return overrides_as_flags([f"model.{key}={value}" for key, value in model.items()])
 
 
-def published_delta(row: Row, rows: Dict[str, Row]) -> Optional[float]:
-    """The paper's BLEU difference to the row's baseline: printed, else from the two printed scores."""
-    if row.published.get("bleu_delta") is not None:
-        return float(row.published["bleu_delta"])
+def published_delta(row: Row, rows: Dict[str, Row], field: str = "bleu") -> Optional[float]:
+    """The paper's difference to the row's baseline in ``field`` (BLEU, accuracy, ...): printed, else from
+    the two printed scores."""
+    if row.published.get(f"{field}_delta") is not None:
+        return float(row.published[f"{field}_delta"])
     base = rows.get(row.baseline or "")
-    if base is None or row.published.get("bleu") is None or base.published.get("bleu") is None:
+    if base is None or row.published.get(field) is None or base.published.get(field) is None:
         return None
-    return round(float(row.published["bleu"]) - float(base.published["bleu"]), 2)
+    return round(float(row.published[field]) - float(base.published[field]), 2)
 
 
 def published_speed_ratio(row: Row, rows: Dict[str, Row]) -> Optional[float]:

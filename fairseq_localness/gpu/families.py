@@ -6,7 +6,8 @@ from typing import List
 
 
 def architecture_families(include_plain: bool = True) -> List[str]:
-    """Every architecture the plugin registers, without its size variants (``_iwslt_de_en`` ...), sorted.
+    """Every architecture the plugin registers, without its size variants (``_iwslt_de_en``,
+    ``_summarization`` ...: ``REGISTERED_SIZE_SUFFIXES``), sorted.
 
     ``transformer_localness`` (no method unless ``--locality-methods`` is given) is the plugin's
     plain Transformer; ``include_plain=False`` leaves it out.
@@ -14,9 +15,9 @@ def architecture_families(include_plain: bool = True) -> List[str]:
     import fairseq_localness  # noqa: F401  (registers the architectures)
     from fairseq.models import ARCH_MODEL_REGISTRY
 
-    from ..architectures.base import SIZE_VARIANTS, LocalnessTransformerModel
+    from ..architectures.base import REGISTERED_SIZE_SUFFIXES, LocalnessTransformerModel
 
-    suffixes = tuple(suffix for suffix in SIZE_VARIANTS if suffix)
+    suffixes = tuple(REGISTERED_SIZE_SUFFIXES)
     names = sorted(
         arch for arch, model in ARCH_MODEL_REGISTRY.items()
         if isinstance(model, type) and issubclass(model, LocalnessTransformerModel) and not arch.endswith(suffixes)

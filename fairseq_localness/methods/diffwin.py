@@ -142,7 +142,7 @@ class DifferentiableWindow(LocalityMethod):
 
     def __init__(self, options: DiffWinOptions, spec):
         super().__init__(options, spec)
-        dim, heads = spec.embed_dim, spec.num_heads
+        dim = spec.embed_dim
         self.additive = options.mode == "add"
         # row blocks: W_L, W_R (Eq. 7-8) and, for AW, W_loc (Eq. 15); each C x C, split into heads
         self.blocks = 3 if self.additive else 2
@@ -155,10 +155,10 @@ class DifferentiableWindow(LocalityMethod):
 
     def _scores(self, ctx) -> Tensor:
         """Scaled pointer (and local) scores (B, blocks*H, T, S): q W^Q (K W^K)^T / sqrt(d) per head."""
-        batch, heads, head_dim = ctx.batch_size, self.spec.num_heads, self.spec.head_dim
+        heads, head_dim = self.spec.num_heads, self.spec.head_dim
 
-        def split(x: Tensor) -> Tensor:  # (B, N, blocks*C) -> (B, blocks*H, N, d)
-            return x.view(batch, x.size(1), self.blocks * heads, head_dim).transpose(1, 2)
+        def split(x: Tensor) -> Tensor:  # (B, N, blocks*C) -> (B, blocks*H, N, d); B of the keys' own batch
+            return x.view(x.size(0), x.size(1), self.blocks * heads, head_dim).transpose(1, 2)
 
         queries = split(self.query_proj(ctx.query_input)) * ctx.scaling
         keys = ctx.key_side(self.name, lambda key_input: split(self.key_proj(key_input)))

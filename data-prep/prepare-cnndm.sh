@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# CNN/DailyMail (Hermann et al. 2015; See et al. 2017's non-anonymised version) for Fan et al. (2021),
+# Sec. 3.1.2 / Table 2, prepared as the authors did through MASS: BERT uncased WordPiece on both sides,
+# one dictionary (the BERT vocabulary), fairseq-preprocess. Offline only: the articles are not ours to
+# redistribute (see docs/summarization.md), so --raw-dir must hold the common layout
+# {train,val,test}.{source,target} (one article / one summary per line).
+set -Eeuo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+DATASET=cnndm
+source "$(dirname "${BASH_SOURCE[0]}")/summarization-steps.sh"

