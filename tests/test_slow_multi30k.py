@@ -40,6 +40,12 @@ MEASURED_BLEU: Dict[str, float] = {
     "transformer_localness": 12.5,  # plain Transformer attention (the baseline family)
     "transformer_gaussian_local": 11.36,  # Yang et al. 2018
     "transformer_csan2d": 14.32,  # Yang et al. 2019 (2D window: the 1D one is its N = 1 case)
+    "transformer_relpos": 12.05,  # Shaw et al. 2018 (relative positions)
+    "transformer_hybrid_local": 13.0,  # Xu et al. 2019
+    "transformer_local_hard": 13.29,  # Luong et al. 2015's Local_Hard (the window baselines)
+    "transformer_diffwin": 11.42,  # Nguyen et al. 2020
+    "transformer_dman": 10.31,  # Fan et al. 2021 (DMAN)
+    "transformer_sman": 11.17,  # Fan et al. 2021 (SMAN)
 }
 FLOORS: Dict[str, float] = {arch: round(bleu - 2.0, 1) for arch, bleu in MEASURED_BLEU.items()}
 
