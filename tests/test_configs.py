@@ -14,9 +14,10 @@ from localness_testing import REPO, run  # noqa: E402
 BENCHMARKS = launch.benchmarks()
 ARCHS = launch.arch_configs()
 #: one-size settings and architectures of the other tasks (Nguyen 2020 Tables 5-6: tiny classifiers, base LMs),
-#: checked with their own tasks in tests/test_reproduce.py
+#: checked with their own tasks in tests/test_reproduce.py; Fan 2021 Table 2's one summarization size
+#: (tests/test_summarization.py)
 OTHER_TASKS = ("localness_classifier", "transformer_lm_", "nguyen2020_sst_", "nguyen2020_imdb_", "nguyen2020_sva_",
-               "nguyen2020_lm1b_")
+               "nguyen2020_lm1b_", "transformer_summarization", "transformer_dman_summarization")
 TRANSLATION_BENCHMARKS = [b for b in BENCHMARKS if not b.startswith(OTHER_TASKS)]
 TABLES = yaml.safe_load((REPO / "configs" / "paper_tables.yaml").read_text())
 
@@ -70,6 +71,8 @@ def test_benchmark_composes_with_the_papers_settings(benchmark):
     ("xu2019_wmt14_en_de_base", 6 * 4096),  # Xu et al. 2019 App. A.1: ~25000 tokens per batch
     ("nguyen2020_wmt16_en_de_base", 8 * 3584),  # Nguyen et al. 2020: 8 GPUs (Ott et al. 2018: 3584 tokens)
     ("nguyen2020_wmt14_en_fr_base", 8 * 3584),
+    ("fan2021_cnndm_summarization", 4 * 8192 * 8),  # Fan et al. 2021 Sec. 3.1.2: 4 GPUs; scripts: update_freq 8
+    ("fan2021_gigaword_summarization", 4 * 12288 * 3),  # ... and 3
 ])
 def test_benchmark_holds_the_papers_effective_batch(benchmark, tokens):
     cfg = launch.compose(benchmark, "transformer")

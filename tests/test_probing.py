@@ -349,3 +349,42 @@ def test_probe_errors_name_file_line_split_and_checkpoint(tiny, tmp_path, capsys
          "--disable-validation", "--no-progress-bar"])
     with pytest.raises(ProbingError, match=r"lm/checkpoint_last.pt is not a translation model \(task language_modeling"):
         load_encoder(str(tmp_path / "lm" / "checkpoint_last.pt"))
+
+
+# --- slow: a real encoder on real text (docs/probing.md, "A real run") --------------------------------------------
+
+HELD_OUT_ENGLISH = [REPO.parent / "shared" / "data" / "wmt14_ende" / "raw_sample_simt" / "europarl_head20k.en",
+                    REPO.parent / "shared" / "data" / "wmt14_ende" / "raw" / "newstest2014.full.en"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(7200)  # a training run: pyproject's 900 s is for the default run
+def test_probing_a_multi30k_encoder_on_held_out_english(multi30k_prepared, tmp_path, capsys):
+    """The small En->De Transformer of the slow suite (Multi30k, 300 updates), probed on SentLen, WC and BShift
+    generated from Europarl + newstest2014 English (never seen in training). Measured 2026-11-23 (docs/probing.md):
+    SentLen 64.3%, WC 12.0%, BShift 47.8%; the floors are far above chance (1/6, 1/30) for the surface tasks; a
+    300-update encoder does not learn word order, so BShift is not checked."""
+    from sacremoses import MosesTokenizer
+    from test_slow_multi30k import train
+
+    if not all(path.is_file() for path in HELD_OUT_ENGLISH):
+        pytest.skip(f"held-out English not found at {HELD_OUT_ENGLISH[0].parent} (CI provides ../shared/data)")
+    tokenizer = MosesTokenizer(lang="en")  # as data-prep/ tokenises; the probe then lower-cases and BPEs (--prep-dir)
+    text = tmp_path / "held_out.tok.en"
+    with text.open("w", encoding="utf-8") as out:
+        for path in HELD_OUT_ENGLISH:
+            for line in path.read_text(encoding="utf-8").splitlines():
+                if line.strip():
+                    out.write(tokenizer.tokenize(line.strip(), escape=True, return_str=True).lower() + "\n")
+    tasks = tmp_path / "tasks"
+    assert probe_main(["generate", "--text", str(text), "--out-dir", str(tasks), "--scale", "0.05",
+                       "--tasks", "sentence_length,bigram_shift"]) == 0
+    assert probe_main(["generate", "--text", str(text), "--out-dir", str(tasks), "--scale", "0.015",
+                       "--wc-words", "30", "--wc-skip", "200", "--tasks", "word_content"]) == 0
+    train(multi30k_prepared / "data-bin", tmp_path / "ckpt", "transformer_localness", extra=["-s", "en", "-t", "de"])
+    assert probe_main(["evaluate", "--checkpoint", str(tmp_path / "ckpt" / "checkpoint_last.pt"), "--tasks",
+                       str(tasks), "--prep-dir", str(multi30k_prepared), "--out-dir", str(tmp_path / "results")]) == 0
+    results = json.loads((tmp_path / "results" / "results.json").read_text())["tasks"]
+    accuracy = {name: 100 * record["test_accuracy"] for name, record in results.items()}
+    assert accuracy["sentence_length"] >= 45.0, accuracy  # chance 16.7
+    assert accuracy["word_content"] >= 7.0, accuracy  # chance 3.3

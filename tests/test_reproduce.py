@@ -69,7 +69,7 @@ def test_each_paper_is_scored_as_it_says(capsys, tmp_path):
 
 def test_each_task_is_trained_and_scored_with_its_own_flags(capsys, tmp_path):
     """Nguyen 2020 Tables 5-6: the tiny classifier recipes (3k / 10k / 10k updates, Sec. 5.3) and the LM recipe,
-    scored by score_task.sh with the exact flags; the summarization and probing rows say why they are pending."""
+    scored by score_task.sh with the exact flags; Fan 2021 Table 2 (summarization) and Xu 2019 Tables 3-4 (probing)."""
     def block(table, row_id):
         assert reproduce.main(["nguyen2020", table, "--dry-run", "--work", str(tmp_path), "--rows", row_id,
                                "--data-root", "/d"]) == 0
@@ -100,9 +100,15 @@ def test_each_task_is_trained_and_scored_with_its_own_flags(capsys, tmp_path):
     assert cfg.task._name == "language_modeling" and cfg.criterion == {"_name": "cross_entropy"}
     assert cfg.optimization.max_update == 100000 and cfg.dataset.max_tokens * cfg.optimization.update_freq[0] == 4 * 3584
     assert (cfg.task.sample_break_mode, cfg.task.tokens_per_sample) == ("eos", 512)
-    assert reproduce.main(["fan2021", "2", "--dry-run", "--work", str(tmp_path)]) == 0
+    # Fan 2021 Table 2: the data set's recipe (Sec. 3.1.2), decoded and scored by score_task.sh (ROUGE)
+    assert reproduce.main(["fan2021", "2", "--dry-run", "--work", str(tmp_path), "--rows", "man-gigaword",
+                           "--data-root", "/d"]) == 0
+    run_dir = f"{tmp_path}/fan2021/table2/man-gigaword"
     out = capsys.readouterr().out
-    assert "ROW " not in out and out.count("not yet trainable: reproduce does not run summarization yet") == 4
+    assert (f"train.sh fan2021_gigaword_summarization transformer_dman_summarization --data /d/gigaword/data-bin "
+            f"--save-dir {run_dir}/checkpoints --cpu-procs 1\n") in out
+    assert (f"score_task.sh {run_dir}/checkpoints /d/gigaword/data-bin --task summarization --subset test --dataset "
+            f"gigaword --variant released --checkpoint checkpoint_best.pt --out {run_dir}/eval-test\n") in out
     # Xu 2019 Tables 3-4: the Table 1 En-De encoder trained as in Table 1, then probed on SentEval's files
     assert reproduce.main(["xu2019", "3", "--dry-run", "--work", str(tmp_path), "--rows", "local", "--data-root", "/d"]) == 0
     run_dir = f"{tmp_path}/xu2019/table3/local"
@@ -143,8 +149,11 @@ def test_evaluation_options():
         tables.Evaluation(task="classification", data="d", checkpoint="last5", metric="accuracy")
     with pytest.raises(tables.TableError, match="task must be"):
         tables.Evaluation(task="parsing", data="d", checkpoint="best", metric="accuracy")
-    with pytest.raises(tables.TableError, match="does not score summarization"):
-        tables.Evaluation(task="summarization", data="d", checkpoint="best", metric="rouge").evaluate_flags("test")
+    summarize = tables.Evaluation(task="summarization", data="gigaword", checkpoint="best", metric="rouge", decode="paper")
+    assert summarize.evaluate_flags("test") == ["--task", "summarization", "--subset", "test", "--dataset", "gigaword",
+                                                "--variant", "paper", "--checkpoint", "checkpoint_best.pt"]
+    with pytest.raises(tables.TableError, match="needs data cnndm or gigaword and decode released or paper"):
+        tables.Evaluation(task="summarization", data="xsum", checkpoint="best", metric="rouge", decode="released")
 
 
 def test_bad_flags_and_values_are_detected():
@@ -498,8 +507,15 @@ def test_tables_with_several_numbers_per_model_keep_them_all(tmp_path, capsys):
     assert ("| 90.10 | WC 63.4, TDep 43.9, ToCo 78.5, BShif 71.6, Tense 88.7, SubN 85.8, ObjN 85.0, SoMo 51.7, CoIn 63.2 "
             "| 90.10 | WC 63.4, TDep 43.9, ToCo 78.5, BShif 71.6, Tense 88.7, SubN 85.8, ObjN 85.0, SoMo 51.7, CoIn 63.2 |") \
         in (tmp_path / "xu2019" / "table4.md").read_text()
+    for row_id, rouge1 in (("transformer-gigaword", 36.5), ("man-gigaword", 37.25)):  # score_task.sh's "rouge" entry
+        run_dir = tmp_path / "fan2021" / "table2" / row_id
+        fake_finished_run(run_dir, "test", "tokenized_bleu", bleu=0, wps=10, params=1)
+        (run_dir / "eval-test" / "scores.json").write_text(json.dumps({"rouge": {
+            "score": rouge1, "rouge1": rouge1, "rouge2": 18.0, "rougeL": 34.0, "rouge_avg": (rouge1 + 52.0) / 3}}))
     assert reproduce.main(["fan2021", "2", "--work", str(tmp_path), "--rows", "transformer-gigaword,man-gigaword"]) == 0
     record = json.loads((tmp_path / "fan2021" / "table2.json").read_text())["rows"][-1]
     assert (record["paper"], record["paper_rouge2"], record["paper_rougeL"], record["paper_rouge_avg"]) == \
         (38.28, 19.46, 35.46, 31.06)
     assert record["paper_delta"] == pytest.approx(38.28 - 37.57) and record["metric"] == "rouge"
+    assert (record["ours"], record["ours_rouge2"], record["ours_rougeL"], record["ours_rouge_avg"]) == (37.25, 18.0, 34.0, 29.75)
+    assert record["ours_delta"] == 0.75 and record["status"] == "done"

@@ -190,12 +190,19 @@ def _adversarial_lines(seed):
     return [" ".join(rng.choice(words) for _ in range(rng.randint(1, 25))) or "x" for _ in range(25)]
 
 
-def test_pure_python_equals_rouge155_pl():
+def perl_rouge_missing() -> str:
+    """Why ROUGE-1.5.5.pl cannot run here ("" where it can)."""
     try:
         perl_rouge.rouge_home()
         perl_rouge.check_perl()
     except perl_rouge.PerlRougeUnavailable as err:
-        pytest.skip(f"ROUGE-1.5.5.pl not runnable here: {err}")
+        return str(err)
+    return ""
+
+
+def test_pure_python_equals_rouge155_pl():
+    if perl_rouge_missing():
+        pytest.skip(f"ROUGE-1.5.5.pl not runnable here: {perl_rouge_missing()}")
     references, summaries = _adversarial_lines(1), _adversarial_lines(2)
     for stemming in (True, False):
         ours = rouge.corpus_rouge(references, summaries, stemming=stemming).scores
@@ -323,3 +330,119 @@ def test_train_generate_score_end_to_end(summarization_bin, tmp_path, capsys):
         printed = capsys.readouterr().out
         f1 = re.search(r"ROUGE-1/2/L F1: ([\d.]+) / ([\d.]+) / ([\d.]+)", printed)
         assert f1 and all(0 <= float(v) <= 100 for v in f1.groups()), printed
+
+
+# ---------------------------------------------------------------- Table 2 through scripts/reproduce.sh
+
+def test_fan_t2_training_settings_are_the_settings_module():
+    """configs/benchmark/fan2021_{cnndm,gigaword}_summarization (what reproduce trains) hold the flags of
+    settings.train_flags (Sec. 3.1.2 and the released train scripts), the 4-GPU batch written for one device."""
+    from fairseq_localness.experiments.launch import compose
+
+    for dataset, per_gpu_updates in (("cnndm", 8), ("gigaword", 3)):
+        cfg = compose(f"fan2021_{dataset}_summarization", "transformer_dman_summarization", ["task.data=/d"])
+        flags = parse_model_args("transformer_dman_summarization", settings.train_flags(dataset))
+        # 4 P40s (Sec. 3.1.2) x max tokens x the scripts' --update-freq: 4 x 8192 x 8 and 4 x 12288 x 3
+        assert cfg.dataset.max_tokens * cfg.optimization.update_freq[0] == 4 * flags.max_tokens * per_gpu_updates
+        assert cfg.dataset.max_tokens == flags.max_tokens and cfg.optimization.lr == flags.lr == [
+            {"cnndm": 1e-3, "gigaword": 8e-4}[dataset]]
+        assert (cfg.optimization.max_update, cfg.optimization.clip_norm, cfg.lr_scheduler.warmup_updates,
+                cfg.lr_scheduler.warmup_init_lr) == (flags.max_update, flags.clip_norm, flags.warmup_updates,
+                                                     flags.warmup_init_lr) == (50000, 0.1, 8000, 1e-7)
+        assert (cfg.optimizer._name, eval(cfg.optimizer.adam_betas), cfg.optimizer.adam_eps, cfg.optimizer.weight_decay) \
+            == ("adam", eval(flags.adam_betas), flags.adam_eps, flags.weight_decay) == ("adam", (0.9, 0.98), 1e-6, 0.01)
+        assert (cfg.criterion._name, cfg.criterion.label_smoothing) == (flags.criterion, flags.label_smoothing)
+        assert (cfg.model.dropout, cfg.model.attention_dropout, cfg.common.seed) == (flags.dropout, flags.attention_dropout, 1)
+        assert (cfg.task.source_lang, cfg.task.target_lang, cfg.task.truncate_source) == ("source", "target", True)
+        for limit in ("max_source_positions", "max_target_positions"):  # the task's and the model's: 512
+            assert cfg.task[limit] == cfg.model[limit] == getattr(flags, limit) == 512
+
+
+def test_fan_t2_rows_are_planned_with_the_summarization_settings(tmp_path):
+    """reproduce's plan of a Table 2 row: train.sh with the data set's setting and the row's architecture, then
+    score_task.sh --task summarization with the data set's released decoding settings and the best checkpoint."""
+    from fairseq_localness.experiments import reproduce, tables
+
+    table = reproduce.load_tables()
+    rows = {row.id: row for row in tables.table_rows(table, "fan2021", "2")}
+    assert sorted(r for r, row in rows.items() if row.trained) == [
+        "man-cnndm", "man-gigaword", "transformer-cnndm", "transformer-gigaword"]
+    plan = reproduce.plan_row(rows["man-gigaword"], table, tmp_path, Path("/d"), ["--gpus", "4"])
+    run_dir = tmp_path / "fan2021" / "table2" / "man-gigaword"
+    assert plan.train[2:] == ["fan2021_gigaword_summarization", "transformer_dman_summarization", "--data",
+                              "/d/gigaword/data-bin", "--save-dir", f"{run_dir}/checkpoints", "--gpus", "4"]
+    assert plan.evaluate[1].endswith("scripts/score_task.sh") and plan.evaluate[2:] == [
+        f"{run_dir}/checkpoints", "/d/gigaword/data-bin", "--task", "summarization", "--subset", "test",
+        "--dataset", "gigaword", "--variant", "released", "--checkpoint", "checkpoint_best.pt", "--out",
+        f"{run_dir}/eval-test"]
+    assert plan.metric == "rouge" and reproduce.missing_reason(rows["transformer-cnndm"], table) is None
+    # the decoding score_task.sh runs for it: the generation runner's options plus the setting's search flags
+    decode = settings.decode_setting("gigaword")
+    assert decode.search_flags() == ["--truncate-source", "--max-source-positions", "512", "--max-target-positions",
+                                     "512", "--min-len", "1", "--no-repeat-ngram-size", "3"]
+    with pytest.raises(tables.TableError, match="decode released or paper"):
+        tables.Evaluation(data="cnndm", checkpoint="best", metric="rouge", task="summarization")
+
+
+def test_rouge_step_turns_generate_output_into_table2_columns_by_hand(tmp_path, capsys):
+    """score_task.sh's ROUGE step: fairseq-generate's T-/H- lines, WordPiece merged, files2rouge's F1 x 100."""
+    from fairseq_localness.summarization import evaluation
+
+    generated = tmp_path / "generate-test.txt"
+    generated.write_text("S-0\tthe cat sat on the mat .\nT-0\tthe cat sat on the m ##at .\n"
+                         "H-0\t-0.5\tthe c ##at sat .\nD-0\t-0.5\tthe c ##at sat .\nP-0\t-0.1 -0.2 -0.3 -0.4\n")
+    for scorer in ["python"] + ([] if perl_rouge_missing() else ["perl"]):
+        record = evaluation.score_generate_output(generated, tmp_path, scorer)
+        # reference "the cat sat on the mat" (6 tokens, one sentence before " ."), summary "the cat sat" (3):
+        # R-1 3/6 and 3/3 -> F 0.5 / 0.75 = 0.66667; R-2 2 of 5 bigrams, 2 of 2 -> F 0.4 / 0.7 = 0.57143;
+        # R-L: LCS 3 -> 0.66667. One document: every bootstrap resample is that document.
+        assert (record["rouge1"], record["rouge2"], record["rougeL"]) == pytest.approx((66.667, 57.143, 66.667), abs=1e-9)
+        assert record["rouge_avg"] == pytest.approx((66.667 + 57.143 + 66.667) / 3) and record["score"] == record["rouge1"]
+        assert record["recall"]["rouge1"] == pytest.approx(50.0) and record["precision"]["rouge2"] == pytest.approx(100.0)
+        assert record["documents"] == 1 and record["scorer"].startswith("ROUGE-1.5.5.pl" if scorer == "perl" else "pure-Python")
+    assert (tmp_path / "hyp.txt").read_text() == "the cat sat .\n"  # sed 's/ ##//g', as the authors' test scripts
+    assert (tmp_path / "ref.txt").read_text() == "the cat sat on the mat .\n"
+    with pytest.raises(ValueError, match="--scorer"):
+        evaluation.files2rouge(["a"], ["a"], "rouge-score")
+    from fairseq_localness.evaluation import task_scores
+
+    (tmp_path / "checkpoint_best.pt").write_bytes(b"")
+    assert task_scores.main([str(tmp_path), str(tmp_path), "--task", "summarization", "--out", str(tmp_path / "e")]) == 2
+    assert "--task summarization needs --dataset cnndm or gigaword" in capsys.readouterr().err
+    assert not (tmp_path / "e" / "scores.json").exists()
+
+
+def test_fan_t2_row_trains_and_is_scored_through_reproduce_sh(summarization_bin, tmp_path):
+    """One Table 2 row end to end on the hand-made fixture: train.sh with fan2021_cnndm_summarization (2 updates
+    of a tiny DMAN model), score_task.sh --task summarization (released CNN/DM decoding, files2rouge's ROUGE), the
+    table with our R-1/2/L/avg beside the paper's."""
+    import json
+    import shlex
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "cnndm").symlink_to(summarization_bin)
+    tiny = ("optimization.max_update=2 dataset.num_workers=0 model.encoder_layers=1 model.decoder_layers=1 "
+            "model.encoder_embed_dim=16 model.decoder_embed_dim=16 model.encoder_ffn_embed_dim=32 "
+            "model.decoder_ffn_embed_dim=32 model.encoder_attention_heads=2 model.decoder_attention_heads=2")
+    out = run(["bash", str(REPO / "scripts" / "reproduce.sh"), "fan2021", "2", "--rows", "man-cnndm", "--work",
+               str(tmp_path / "work"), "--data-root", str(tmp_path / "data"), "--train-args", tiny,
+               "--eval-args=--cpu"]).stdout
+    assert out.count("+ bash") == 2 and "score_task.sh" in out
+    run_dir = tmp_path / "work" / "fan2021" / "table2" / "man-cnndm"
+    rouge_scores = json.loads((run_dir / "eval-test" / "scores.json").read_text())["rouge"]
+    # fairseq-generate ran with test-man-base-cnndm.sh's settings
+    generate = options.parse_args_and_arch(options.get_generation_parser(), shlex.split(rouge_scores["command"])[3:])
+    assert (generate.beam, generate.lenpen, generate.min_len, generate.max_len_b, generate.no_repeat_ngram_size) == \
+        (5, 2.0, 50, 200, 3)
+    assert (generate.truncate_source, generate.max_source_positions, generate.path) == \
+        (True, 512, str(run_dir / "checkpoints" / "checkpoint_best.pt"))
+    # ... and the scores are files2rouge's of the merged hypotheses and references it wrote
+    hypotheses = (run_dir / "eval-test" / "hyp.txt").read_text().splitlines()
+    references = (run_dir / "eval-test" / "ref.txt").read_text().splitlines()
+    assert len(hypotheses) == len(references) == 4 and all(len(h.split()) >= 50 for h in hypotheses)
+    f1 = rouge.corpus_rouge(references, hypotheses).f1()
+    assert tuple(round(rouge_scores[k], 2) for k in ("rouge1", "rouge2", "rougeL")) == f1
+    record = json.loads((tmp_path / "work" / "fan2021" / "table2.json").read_text())["rows"][-1]
+    assert (record["id"], record["status"], record["metric"], record["paper"]) == ("man-cnndm", "done", "rouge", 40.98)
+    assert (record["ours"], record["ours_rouge2"], record["ours_rougeL"], record["ours_rouge_avg"]) == tuple(
+        rouge_scores[k] for k in ("rouge1", "rouge2", "rougeL", "rouge_avg"))

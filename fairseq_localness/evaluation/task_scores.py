@@ -1,10 +1,10 @@
-"""Score a trained classifier (accuracy), language model (perplexity) or translation encoder (probing).
+"""Score a trained classifier (accuracy), language model (perplexity), translation encoder (probing) or summarizer.
 
-``scripts/score_task.sh CHECKPOINT_DIR DATA_BIN --task classification|language_modeling|probing [options]``
-runs this module; ``scripts/reproduce.sh`` calls it for the rows of Nguyen et al. (2020) Tables 5
-and 6 and Xu et al. (2019) Tables 3 and 4. Like ``scripts/evaluate.sh`` for translation it writes ``OUT/scores.json``, keyed by the
-metric (``{"accuracy": {"score": 82.13, ...}}``, ``{"ppl": {"score": 44.0, ...}}``), so that the
-paper tables read every task the same way.
+``scripts/score_task.sh CHECKPOINT_DIR DATA_BIN --task classification|language_modeling|probing|summarization
+[options]`` runs this module; ``scripts/reproduce.sh`` calls it for the rows of Nguyen et al. (2020) Tables 5
+and 6, Xu et al. (2019) Tables 3 and 4 and Fan et al. (2021) Table 2. Like ``scripts/evaluate.sh`` for
+translation it writes ``OUT/scores.json``, keyed by the metric (``{"accuracy": {"score": 82.13, ...}}``,
+``{"ppl": {"score": 44.0, ...}}``), so that the paper tables read every task the same way.
 
 - **classification**: the checkpoint's own ``sentence_prediction`` task and criterion over every
   sentence of the split (nothing skipped: a sentence longer than the model takes is an error,
@@ -18,6 +18,9 @@ paper tables read every task the same way.
   the frozen encoder of a translation checkpoint with SentEval's probing files; its ``results.json``
   becomes ``{"probing_accuracy": {"SeLn": ..., ..., "surf": ..., "sync": ..., "semc": ...}}`` in
   percent, named as Xu et al. (2019) Tables 3-4 name them.
+- **summarization**: ``fairseq-generate`` with Fan et al. (2021)'s decoding settings for ``--dataset`` and
+  files2rouge's ROUGE-1/2/L F1 (:mod:`fairseq_localness.summarization.evaluation`), written as
+  ``{"rouge": {"score": R-1, "rouge1": ..., "rouge2": ..., "rougeL": ..., "rouge_avg": ...}}`` (x 100).
 """
 
 from __future__ import annotations
@@ -32,7 +35,10 @@ from typing import Dict, List, Optional, Sequence
 
 from ..paths import SCRIPTS_DIR, USER_DIR
 
-TASKS = ("classification", "language_modeling", "probing")
+TASKS = ("classification", "language_modeling", "probing", "summarization")
+#: the scores.json entry of each task
+TASK_METRIC = {"classification": "accuracy", "language_modeling": "ppl", "probing": "probing_accuracy",
+               "summarization": "rouge"}
 #: SentEval's probing files -> Xu et al. (2019) Table 4's column names; Conneau et al. (2018)'s groups -> Table 3's
 PROBING_COLUMNS = {"sentence_length": "SeLn", "word_content": "WC", "tree_depth": "TDep", "top_constituents": "ToCo",
                    "bigram_shift": "BShif", "past_present": "Tense", "subj_number": "SubN", "obj_number": "ObjN",
@@ -167,6 +173,20 @@ def language_model_perplexity(checkpoint: Path, data_bin: Path, subset: str, out
     return record
 
 
+def summarization_rouge(checkpoint: Path, args: argparse.Namespace, out: Path) -> Dict[str, object]:
+    """Decode with Fan et al.'s settings for ``--dataset``, score with files2rouge's ROUGE (docs/summarization.md)."""
+    from ..evaluation.evaluate import EvalError
+    from ..summarization.evaluation import decode_and_score
+
+    if args.dataset is None:
+        raise ScoreError("--task summarization needs --dataset cnndm or gigaword (whose decoding settings to use)")
+    try:
+        return decode_and_score(checkpoint, args.data_bin, args.subset, args.dataset, args.variant, out,
+                                args.max_tokens, args.cpu, args.scorer)
+    except (EvalError, ValueError, RuntimeError) as err:  # RuntimeError: ROUGE-1.5.5.pl failed or is missing
+        raise ScoreError(str(err)) from err
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="scripts/score_task.sh", description=__doc__.split("\n\n")[0])
     parser.add_argument("checkpoint_dir", type=Path, help="the run's checkpoint directory")
@@ -187,6 +207,15 @@ def build_parser() -> argparse.ArgumentParser:
     probe.add_argument("--probing-tasks", type=Path, help="directory of SentEval probing files "
                        "(data-prep/prepare-senteval-probing.sh --out)")
     probe.add_argument("--prep-dir", type=Path, help="the data-prep --out directory of the encoder's training data")
+    from ..summarization.evaluation import SCORERS
+    from ..summarization.settings import DATASETS, VARIANTS
+
+    summarize = parser.add_argument_group("summarization (fairseq-generate, then files2rouge's ROUGE)")
+    summarize.add_argument("--dataset", choices=DATASETS, help="whose decoding settings (Fan et al. 2021, Sec. 3.1.2)")
+    summarize.add_argument("--variant", choices=VARIANTS, default="released",
+                           help="released: the authors' test scripts; paper: Sec. 3.1.2 read literally [released]")
+    summarize.add_argument("--scorer", choices=SCORERS, default="auto",
+                           help="ROUGE-1.5.5.pl (perl), the pure-Python equal (python), or perl where it runs [auto]")
     return parser
 
 
@@ -207,6 +236,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         elif args.task == "probing":
             scores = {"probing_accuracy": probing_accuracy(checkpoint, args.data_bin, args.subset, args.probing_tasks,
                                                            args.prep_dir, out, args.cpu)}
+        elif args.task == "summarization":
+            scores = {"rouge": summarization_rouge(checkpoint, args, out)}
         else:
             scores = {"ppl": language_model_perplexity(checkpoint, args.data_bin, args.subset, out,
                                                        args.tokens_per_sample, args.sample_break_mode,
@@ -217,7 +248,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     scores.update(task=args.task, subset=args.subset, checkpoint=str(checkpoint))
     # written last: reproduce treats a row whose scores.json exists as finished
     (out / "scores.json").write_text(json.dumps(scores, indent=1) + "\n", encoding="utf-8")
-    metric = {"classification": "accuracy", "language_modeling": "ppl", "probing": "probing_accuracy"}[args.task]
+    metric = TASK_METRIC[args.task]
     print(f"{args.subset}: {metric} {scores[metric]['score']:.2f} -> {out / 'scores.json'}")
     return 0
 

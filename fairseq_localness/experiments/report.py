@@ -171,7 +171,15 @@ def _scoring(evaluation) -> str:
     if evaluation.task == "probing":
         return ("test accuracy of SentEval's probing classifier on the frozen encoder of the best checkpoint, per task "
                 "and per group (`scripts/score_task.sh`, `scripts/probe.py`)")
-    return "ROUGE-1/2/L F1 (files2rouge); not scored by reproduce yet"
+    if evaluation.task == "summarization":
+        from ..summarization.settings import decode_setting
+
+        decode = decode_setting(evaluation.data, evaluation.decode)
+        return (f"ROUGE-1/2/L F1 and their mean (files2rouge: ROUGE-1.5.5.pl, else its pure-Python equal) of the "
+                f"best checkpoint by validation loss, {evaluation.data} decoded with the {evaluation.decode} settings (beam "
+                f"{decode.beam}, lenpen {decode.lenpen}, min length {decode.min_len}, max length {decode.max_len_b}, "
+                f"trigram blocking; `scripts/score_task.sh`)")
+    raise ValueError(f"no description of how {evaluation.task} is scored")
 
 
 def docs_tables(tables_data: Dict) -> str:

@@ -6,9 +6,10 @@ Rows, their settings and the published numbers come from ``configs/paper_tables.
 (:mod:`.tables`). Each trained row runs ``scripts/train.sh`` (its setting's recipe and effective
 batch) and, in ``WORK/PAPER/tableT/ROW/``, ``scripts/evaluate.sh`` for translation (the paper's split,
 decoding and metric) or ``scripts/score_task.sh`` for classification (accuracy), language
-modelling (perplexity) and probing (accuracy of probes on the frozen encoder), as the row's
-``evaluation`` entry names its task. A row whose ``eval-SPLIT/scores.json`` exists is finished and not rerun;
-an interrupted training resumes from its last checkpoint. Rows the paper only quotes are listed
+modelling (perplexity), probing (accuracy of probes on the frozen encoder) and summarization
+(files2rouge's ROUGE of the decoded test set), as the row's ``evaluation`` entry names its task.
+A row whose ``eval-SPLIT/scores.json`` exists is finished and not rerun; an interrupted training
+resumes from its last checkpoint. Rows the paper only quotes are listed
 with their numbers; rows whose method is not in the plugin yet (``pending``) or that fairseq
 rejects are listed with the reason. Nothing is skipped silently. The table is written as
 ``WORK/PAPER/tableT.{md,csv,json}``.
@@ -227,7 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "(e.g. 'optimization.max_update=100' for a smoke run)")
     parser.add_argument("--eval-args", default="",
                         help="extra scripts/evaluate.sh (translation) or scripts/score_task.sh (classification, "
-                        "language modelling) options, one quoted string (--eval-args=--cpu)")
+                        "language modelling, probing, summarization) options, one quoted string (--eval-args=--cpu)")
     parser.add_argument("--tables", type=Path, default=TABLES_FILE,
                         help="the tables file, e.g. tables of your own in the same format [%(default)s]")
     parser.add_argument("--sweeps", type=Path, default=SWEEPS_FILE,

@@ -83,11 +83,10 @@ class Evaluation:
     """How a setting's models are scored (``evaluation.<setting>`` of the tables file).
 
     ``task`` names the kind of model: translation (decoded with beam / lenpen and scored by
-    ``scripts/evaluate.sh``), classification (accuracy), language_modeling (perplexity) or probing
-    (accuracy of probes on the frozen encoder of a translation model), scored by
-    ``scripts/score_task.sh`` (:mod:`fairseq_localness.evaluation.task_scores`); summarization is
-    named so that its table can say how the paper scored it (its rows are pending: reproduce does
-    not score it yet).
+    ``scripts/evaluate.sh``), classification (accuracy), language_modeling (perplexity), probing
+    (accuracy of probes on the frozen encoder of a translation model) or summarization (decoded with
+    the data set's ``decode`` settings of :mod:`fairseq_localness.summarization.settings`, scored with
+    files2rouge's ROUGE), scored by ``scripts/score_task.sh`` (:mod:`fairseq_localness.evaluation.task_scores`).
     """
 
     data: str
@@ -103,6 +102,9 @@ class Evaluation:
     tokens_per_sample: Optional[int] = None
     sample_break_mode: Optional[str] = None
     context_window: int = 0
+    # summarization: which decoding settings of the data set (``data``): released (the authors' test scripts)
+    # or paper (Sec. 3.1.2 read literally); fairseq_localness/summarization/settings.py holds both
+    decode: Optional[str] = None
 
     def __post_init__(self) -> None:
         if self.task not in TASK_METRICS:
@@ -116,6 +118,12 @@ class Evaluation:
             raise TableError("a translation evaluation needs beam and lenpen")
         if self.task == "language_modeling" and (not self.tokens_per_sample or not self.sample_break_mode):
             raise TableError("a language_modeling evaluation needs tokens_per_sample and sample_break_mode")
+        if self.task == "summarization":
+            from ..summarization.settings import DATASETS, VARIANTS
+
+            if self.data not in DATASETS or self.decode not in VARIANTS:
+                raise TableError(f"a summarization evaluation needs data {' or '.join(DATASETS)} and decode "
+                                 f"{' or '.join(VARIANTS)}, got {self.data!r} and {self.decode!r}")
         if self.task != "translation" and self.checkpoint != "best":
             raise TableError(f"a {self.task} evaluation scores checkpoint_best.pt (checkpoint: best), "
                              f"got {self.checkpoint!r}")
@@ -128,8 +136,8 @@ class Evaluation:
 
     @property
     def scored_here(self) -> bool:
-        """Whether reproduce trains and scores this task (summarization and probing: not yet)."""
-        return self.task in ("translation", "classification", "language_modeling", "probing")
+        """Whether reproduce trains and scores this task (all of TASK_METRICS' tasks today)."""
+        return self.task in ("translation", "classification", "language_modeling", "probing", "summarization")
 
     @property
     def published_field(self) -> str:
@@ -141,8 +149,8 @@ class Evaluation:
         return ["--checkpoint", "checkpoint_best.pt"]
 
     def evaluate_flags(self, split: str) -> List[str]:
-        """The options of ``scripts/evaluate.sh`` (translation) or ``scripts/score_task.sh`` (classification,
-        language modelling) that score as the paper did."""
+        """The options of ``scripts/evaluate.sh`` (translation) or ``scripts/score_task.sh`` (the other tasks)
+        that score as the paper did."""
         if self.task == "translation":
             return ["--subset", split, "--beam", str(self.beam), "--lenpen", str(self.lenpen),
                     "--lowercase" if self.lowercase else "--no-lowercase",
@@ -152,6 +160,9 @@ class Evaluation:
         if self.task == "language_modeling":
             return ["--task", self.task, "--subset", split, "--tokens-per-sample", str(self.tokens_per_sample),
                     "--sample-break-mode", self.sample_break_mode, "--context-window", str(self.context_window)] \
+                + self.checkpoint_flags()
+        if self.task == "summarization":
+            return ["--task", self.task, "--subset", split, "--dataset", self.data, "--variant", str(self.decode)] \
                 + self.checkpoint_flags()
         raise TableError(f"reproduce does not score {self.task} yet")
 

@@ -30,11 +30,17 @@ class DecodeSetting:
 
     def flags(self) -> List[str]:
         """fairseq-generate flags (max_len_a stays 0: the length limit does not grow with the source)."""
-        return GENERATE_COMMON + [
-            "--beam", str(self.beam), "--lenpen", str(self.lenpen), "--min-len", str(self.min_len),
-            "--max-len-a", "0", "--max-len-b", str(self.max_len_b),
-            "--no-repeat-ngram-size", str(self.no_repeat_ngram_size), "--batch-size", str(self.batch_size),
+        return self.search_flags() + [
+            "--beam", str(self.beam), "--lenpen", str(self.lenpen),
+            "--max-len-a", "0", "--max-len-b", str(self.max_len_b), "--batch-size", str(self.batch_size),
         ]
+
+    def search_flags(self) -> List[str]:
+        """The flags beyond beam, length penalty, length limit and batch size (which the generation runner of
+        :mod:`fairseq_localness.evaluation.evaluate` takes as options): source truncation, minimum length and
+        trigram blocking."""
+        return GENERATE_COMMON + ["--min-len", str(self.min_len),
+                                  "--no-repeat-ngram-size", str(self.no_repeat_ngram_size)]
 
 
 #: the source limit of training (TRAIN_COMMON) applied at test time too: longer test sources are cut, not refused
