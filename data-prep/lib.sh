@@ -329,11 +329,11 @@ classification_binarize() {
 
 # --- language-model corpora (prepare-1bw.sh, prepare-lm-news-en.sh): $TOK/{train,valid,test}.txt ---
 
-# lm_binarize THRESHOLD : fairseq-preprocess --only-source (language_modeling) into OUT/data-bin,
-# keeping the words seen at least THRESHOLD times in train
+# lm_binarize VOCAB_ARGS... : fairseq-preprocess --only-source (language_modeling) into OUT/data-bin, with the
+# vocabulary options given (--thresholdsrc N: the words seen at least N times in train; --nwordssrc N: N entries)
 lm_binarize() {
     rm -rf "$OUT_DIR/data-bin"
-    quiet "$TMP/preprocess.log" "$PY" -m fairseq_cli.preprocess --only-source --thresholdsrc "$1" \
+    quiet "$TMP/preprocess.log" "$PY" -m fairseq_cli.preprocess --only-source "$@" \
         --trainpref "$TOK/train.txt" --validpref "$TOK/valid.txt" --testpref "$TOK/test.txt" \
         --destdir "$OUT_DIR/data-bin" --workers "$WORKERS"
 }

@@ -56,7 +56,7 @@ step "Read, normalise, tokenise, deduplicate and split the English sides of $SHA
 prep lm_corpus standin "$SHARED_DATA" "$TOK" --valid-size "$VALID_SIZE" --test-size "$TEST_SIZE" --seed "$SEED"
 
 step "Binarise (fairseq-preprocess --only-source --thresholdsrc $THRESHOLD)"
-lm_binarize "$THRESHOLD"
+lm_binarize --thresholdsrc "$THRESHOLD"
 
 step "Summary"
 lm_finish

@@ -284,12 +284,32 @@ def test_onebw_script_splits_and_vocabulary(tmp_path):
     assert lines(tok / "train.txt") == ["the cat sat .", "the dog ran 1 .", "the cat sat .", "the dog ran 2 .",
                                         "the cat sat .", "the dog ran 3 ."]
     assert lines(tok / "valid.txt") == ["a dog sat ."] and lines(tok / "test.txt") == ["the cat ran ."]
-    # words seen >= 3 times in train: ". 6, the 6, cat 3, dog 3, ran 3, sat 3" ("1", "2", "3" once each)
-    words = [x.split()[0] for x in lines(tmp_path / "prep" / "data-bin" / "dict.txt")]
-    assert sorted(w for w in words if not w.startswith("madeupword")) == [".", "cat", "dog", "ran", "sat", "the"]
-    assert "valid.txt: 1 sents, 5 tokens, 20.0% replaced by <unk>" in proc.stdout  # "a" of "a dog sat . </s>"
     for split in ("train", "valid", "test"):
         assert (tmp_path / "prep" / "data-bin" / f"{split}.bin").is_file()
+
+    def words(prep: Path) -> list:
+        return sorted(x.split()[0] for x in lines(prep / "data-bin" / "dict.txt") if not x.startswith("madeupword"))
+
+    # train counts: ". 6, the 6, cat 3, dog 3, ran 3, sat 3, 1 1, 2 1, 3 1"
+    # default: Nguyen 2020's 32,000 entries, more than the 9 words here: every word is kept
+    assert words(tmp_path / "prep") == [".", "1", "2", "3", "cat", "dog", "ran", "sat", "the"]
+    assert "Binarise (fairseq-preprocess --only-source --nwordssrc 32000)" in proc.stdout
+    # --vocab-size 6: 6 entries with <s> <pad> </s> <unk>, so the 2 most frequent words
+    script("prepare-1bw.sh", "--raw-dir", str(tmp_path / "raw"), "--out", str(tmp_path / "six"),
+           "--max-train-shards", "3", "--vocab-size", "6")
+    assert words(tmp_path / "six") == [".", "the"]
+    # --threshold 3 (the benchmark's cut-off): the words seen at least 3 times
+    proc = script("prepare-1bw.sh", "--raw-dir", str(tmp_path / "raw"), "--out", str(tmp_path / "three"),
+                  "--max-train-shards", "3", "--threshold", "3")
+    assert words(tmp_path / "three") == [".", "cat", "dog", "ran", "sat", "the"]
+    assert "valid.txt: 1 sents, 5 tokens, 20.0% replaced by <unk>" in proc.stdout  # "a" of "a dog sat . </s>"
+    for flags in (["--threshold", "3", "--vocab-size", "6"], ["--vocab-size", "6", "--threshold", "3"]):
+        proc = script("prepare-1bw.sh", "--raw-dir", str(tmp_path / "raw"), "--out", str(tmp_path / "both"), *flags,
+                      check=False)
+        assert proc.returncode != 0 and "--threshold and --vocab-size choose the vocabulary two ways" in proc.stderr
+    proc = script("prepare-1bw.sh", "--raw-dir", str(tmp_path / "raw"), "--out", str(tmp_path / "four"),
+                  "--vocab-size", "4", check=False)
+    assert proc.returncode != 0 and "--vocab-size must be an integer above 4" in proc.stderr
 
 
 def test_onebw_missing_shards_are_named(tmp_path):

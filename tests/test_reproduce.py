@@ -96,10 +96,14 @@ def test_each_task_is_trained_and_scored_with_its_own_flags(capsys, tmp_path):
         assert cfg.optimization.max_update == updates and cfg.dataset.max_tokens * cfg.optimization.update_freq[0] == 4096
         assert cfg.optimization.lr[0] == pytest.approx(2.0 / (128 * 8000) ** 0.5) and cfg.lr_scheduler.warmup_updates == 8000
         assert cfg.checkpoint.best_checkpoint_metric == "accuracy" and cfg.checkpoint.maximize_best_checkpoint_metric
+    # Table 6: Sec. 5.4 (4 virtual GPUs, 100,000 updates) and the authors' train_v2.sh (lr 7e-4, 4096 tokens a GPU,
+    # label smoothing 0.1, untied embeddings, fairseq's LM without a final LayerNorm)
     cfg = compose("nguyen2020_lm1b_base", "transformer_lm_diffwin", ["task.data=/d"])
-    assert cfg.task._name == "language_modeling" and cfg.criterion == {"_name": "cross_entropy"}
-    assert cfg.optimization.max_update == 100000 and cfg.dataset.max_tokens * cfg.optimization.update_freq[0] == 4 * 3584
+    assert cfg.task._name == "language_modeling" and cfg.criterion._name == "label_smoothed_cross_entropy"
+    assert cfg.criterion.label_smoothing == 0.1 and cfg.optimization.lr == [0.0007]
+    assert cfg.optimization.max_update == 100000 and cfg.dataset.max_tokens * cfg.optimization.update_freq[0] == 4 * 4096
     assert (cfg.task.sample_break_mode, cfg.task.tokens_per_sample) == ("eos", 512)
+    assert not cfg.model.share_decoder_input_output_embed and cfg.model.no_decoder_final_norm
     # Fan 2021 Table 2: the data set's recipe (Sec. 3.1.2), decoded and scored by score_task.sh (ROUGE)
     assert reproduce.main(["fan2021", "2", "--dry-run", "--work", str(tmp_path), "--rows", "man-gigaword",
                            "--data-root", "/d"]) == 0
@@ -258,6 +262,25 @@ def test_reproduce_sh_dry_run():
 TINY_TRAIN = ("task.source_lang=src task.target_lang=tgt optimization.max_update=30 checkpoint.save_interval_updates=10 "
               "model.encoder_embed_dim=32 model.decoder_embed_dim=32 model.encoder_ffn_embed_dim=64 "
               "model.decoder_ffn_embed_dim=64 dataset.num_workers=0 common.log_interval=10")
+
+
+def test_a_tables_file_of_your_own_reads_no_sweeps_unless_asked(tmp_path, capsys):
+    """The shipped sweep figures belong to the shipped tables' papers: --tables alone must not check them, and an
+    explicit --sweeps naming papers the tables file lacks is refused with both files' names."""
+    import yaml
+
+    own = {"evaluation": {"sample_zh_en_tiny": TABLES["evaluation"]["sample_zh_en_tiny"]},
+           "papers": {"mine": {"citation": "my table", "tables": {"1": {
+               "caption": "mine", "split": "valid", "setting": "sample_zh_en_tiny", "print_order": ["bleu"],
+               "rows": [{"id": "base", "label": "Base", "arch": "transformer", "published": {"bleu": 1.0}}]}}}}}
+    (tmp_path / "tables.yaml").write_text(yaml.safe_dump(own))
+    common = ["mine", "1", "--tables", str(tmp_path / "tables.yaml"), "--dry-run", "--work", str(tmp_path / "w"),
+              "--data-root", "/d"]
+    assert reproduce.main(common) == 0
+    assert "train.sh sample_zh_en_tiny transformer --data /d/sample_zh_en/data-bin" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        reproduce.main([*common, "--sweeps", str(REPO / "configs" / "paper_sweeps.yaml")])
+    assert "sweeps file: unknown paper 'yang2019'; the tables file has mine" in capsys.readouterr().err
 
 
 @pytest.mark.slow
@@ -457,7 +480,7 @@ def test_classification_and_language_model_rows_end_to_end(tmp_path):
     assert aw["metric"] == "accuracy" and aw["paper"] == 82.13 and aw["paper_delta"] == pytest.approx(82.13 - 79.36)
     assert aw["status"] == "done" and 0 <= aw["ours"] <= 100 and aw["params_ours"] > 0
     assert "+ bash" not in run(classify).stdout
-    lm = ["bash", str(REPO / "scripts" / "reproduce.sh"), "nguyen2020", "6", "--rows", "base", "--train-args",
+    lm = ["bash", str(REPO / "scripts" / "reproduce.sh"), "nguyen2020", "6", "--rows", "base,mw", "--train-args",
           "optimization.max_update=2 model.decoder_layers=2 model.decoder_embed_dim=32 model.decoder_ffn_embed_dim=64 "
           "model.decoder_attention_heads=2", *common]
     run(lm)
@@ -466,6 +489,17 @@ def test_classification_and_language_model_rows_end_to_end(tmp_path):
     scores = json.loads((tmp_path / "work" / "nguyen2020" / "table6" / "base" / "eval-test" / "scores.json").read_text())
     assert record["ours"] == scores["ppl"]["score"] > 1  # 2 updates from a random init: not yet near |V| = 16
     assert record["ours"] == pytest.approx(2 ** scores["ppl"]["loss_base2"], abs=0.01 + 1e-3 * record["ours"])
+    # the Dec (MW) row trains the recipe's model: the window in every layer (its override), untied, no final norm
+    import torch
+
+    state = torch.load(tmp_path / "work" / "nguyen2020" / "table6" / "mw" / "checkpoints" / "checkpoint_best.pt",
+                       map_location="cpu", weights_only=False)
+    model_cfg = state["cfg"]["model"]
+    model_cfg = model_cfg if isinstance(model_cfg, dict) else vars(model_cfg)  # a Namespace for add_args models
+    assert (model_cfg["diffwin_dec_layers"], model_cfg["no_decoder_final_norm"]) == ("all", True)
+    assert not model_cfg["share_decoder_input_output_embed"] and state["cfg"]["criterion"]["label_smoothing"] == 0.1
+    assert not any(key.startswith("decoder.layer_norm.") for key in state["model"])
+    assert all(f"decoder.layers.{i}.self_attn.locality.0.query_proj.weight" in state["model"] for i in range(2))
 
 
 PROBE_RESULTS = {  # scripts/probe.py's results.json (accuracies as fractions): the paper's TRANSFORMER row

@@ -231,8 +231,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "language modelling, probing, summarization) options, one quoted string (--eval-args=--cpu)")
     parser.add_argument("--tables", type=Path, default=TABLES_FILE,
                         help="the tables file, e.g. tables of your own in the same format [%(default)s]")
-    parser.add_argument("--sweeps", type=Path, default=SWEEPS_FILE,
-                        help="the sweep figures (fig<N>, trained like tables, no published numbers) [%(default)s]")
+    parser.add_argument("--sweeps", type=Path, default=None,
+                        help="the sweep figures (fig<N>, trained like tables, no published numbers) [with the shipped "
+                        f"tables file: {SWEEPS_FILE}; with your own --tables: none]")
     from .cluster_tables import add_arguments as add_cluster_arguments  # --slurm ... (docs/cluster.md)
 
     add_cluster_arguments(parser)
@@ -244,10 +245,12 @@ def main(argv: Sequence[str]) -> int:
     args = parser.parse_args(argv)
     if not args.tables.is_file():
         parser.error(f"--tables {args.tables}: no such file")
-    if not args.sweeps.is_file():
+    if args.sweeps is None and args.tables.resolve() == TABLES_FILE.resolve():
+        args.sweeps = SWEEPS_FILE  # the shipped figures belong to the shipped tables' papers
+    if args.sweeps is not None and not args.sweeps.is_file():
         parser.error(f"--sweeps {args.sweeps}: no such file")
     try:
-        tables = with_sweeps(load_tables(args.tables), load_tables(args.sweeps))
+        tables = with_sweeps(load_tables(args.tables), load_tables(args.sweeps) if args.sweeps else None)
     except TableError as err:
         parser.error(str(err))
     try:
