@@ -6,7 +6,7 @@
     concat  O_i = W_O [O^G_i; O^L_i] = W_O (O^G_i + W_c O^L_i), or W_c [O^G_i; O^L_i] before W_O  (Table 1, "HYBRID (Concate)")
 
 The query projection is 2 I (keys and values: I), so the gate read from the layer input H and the one read
-from the query projection Q = 2 H differ.
+from the scaled query projection Q / sqrt(d) = 2 H / sqrt(d) (the authors' released gate) differ.
 """
 
 import math
@@ -91,9 +91,9 @@ def test_gate_mixes_global_and_local_by_eq4(attn_type, gate_input, per_head):
     with torch.no_grad():
         method.gate_proj.weight.copy_(gate_weight)
     global_w, global_out, _, local_out = hand_patterns(x, attn_type, m)
-    source = x if gate_input == "input" else 2 * x  # H_i, or the query projection Q_i = 2 H_i
-    expected = torch.zeros_like(global_out)
     d = DIM // HEADS
+    source = x if gate_input == "input" else 2 * x / d**0.5  # H_i, or the scaled query projection Q_i / sqrt(d)
+    expected = torch.zeros_like(global_out)
     for i in range(LENGTH):
         for b in range(2):
             for h in range(HEADS):
@@ -124,3 +124,14 @@ def test_concat_projects_both_patterns(attn_type, concat_into):
         expected = global_out + local_out @ w_c.double().t()  # O^G + W_c O^L
     mask = causal_mask(LENGTH) if attn_type == "decoder" else None
     assert_attention(attention, x, global_w, expected, rows(attn_type), key_padding_mask=padding, attn_mask=mask)
+
+
+def test_gate_starts_from_the_released_codes_normal_01():
+    """The paper gives no initialisation; the authors' gate_sum draws W_g from N(0, 0.1) (Xavier uniform would
+    give a standard deviation of sqrt(2 / (512 + 1)) = 0.062, and 0.062 for 512 -> 8)."""
+    torch.manual_seed(0)
+    for per_head, rows in ((False, 1), (True, 8)):
+        attention = identity_attention([(HybridLocalGlobal, HybridOptions(gate_per_head=per_head))], 512, 8, "encoder")
+        weight = attention.locality[0].gate_proj.weight
+        assert weight.shape == (rows, 512)
+        assert weight.mean().abs() < 0.01 and abs(weight.std().item() - 0.1) < 0.006

@@ -83,7 +83,7 @@ def test_gate_is_eq5_and_captured_per_layer_and_position(tiny_data_bin, per_head
         attention = model.encoder.layers[layer - 1].self_attn
         source = layer_inputs[layer].transpose(0, 1)  # H_i, (B, T, C)
         if gate_input == "query":
-            source = attention.q_proj(source)
+            source = attention.q_proj(source) * attention.head_dim**-0.5  # the released code's scaled queries
         expected = torch.sigmoid(source @ attention.locality[0].gate_proj.weight.t())  # Eq. 5
         assert gate.shape == (3, 10, 4 if per_head else 1)
         torch.testing.assert_close(gate, expected)

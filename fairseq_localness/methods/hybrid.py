@@ -10,16 +10,19 @@ Two patterns over the same logits xi_i = q_i K^T / sqrt(d) of each head:
 
 Options beyond the paper's equations:
 
-* ``--hybrid-gate-input query`` computes the gate from the query projection
-  Q_i, and ``--hybrid-gate-per-head`` gives every head its own gate (both as
-  in the authors' code);
+* ``--hybrid-gate-input query`` computes the gate from the scaled query projection
+  Q_i / sqrt(d), and ``--hybrid-gate-per-head`` gives every head its own gate (both as
+  in the authors' released code, github.com/scewiner/Leveraging, thumt/layers/leverage_nn.py
+  gate_sum, which reads the queries after leverage_att.py scales them by d^-0.5);
 * ``--hybrid-combine concat`` concatenates the patterns (Table 1 "HYBRID (Concate)"). By default
   (``--hybrid-concat-into output``) the layer's output projection reads both,
-  W_O [O^G_i; O^L_i] = W_O (O^G_i + W_c O^L_i) with one new C x C matrix W_c: in the authors'
-  THUMT code the output transform is sized from its input, so concatenating the heads' outputs
-  widens it from C x C to 2C x C (+C^2 per layer). ``--hybrid-concat-into projection`` adds a
+  W_O [O^G_i; O^L_i] = W_O (O^G_i + W_c O^L_i) with one new C x C matrix W_c: in THUMT (the
+  authors' toolkit) the output transform is sized from its input, so concatenating the heads'
+  outputs would widen it from C x C to 2C x C (+C^2 per layer). The authors' release has the gate
+  only: this variant is our reading. ``--hybrid-concat-into projection`` adds a
   projection of its own, O_i = W_c [O^G_i; O^L_i] with W_c 2C x C, before W_O (+2C^2 per layer).
-  Table 1 prints +0.3M: C^2 in one layer (0.26M, the authors' code's default ``layers=1``); the
+  Table 1 prints +0.3M: C^2 in one layer (0.26M, the released code's default ``layers=1``; its
+  submit.sh uses 2), a guess at how the table counted; the
   paper's two layers give 0.52M (output) or 1.05M (projection), see docs/baselines.md;
 * ``--hybrid-combine local`` keeps the local pattern only (Table 1 "LOCAL
   PATTERN"); plain attention is the global pattern alone.
@@ -62,7 +65,7 @@ class HybridOptions(MethodOptions):
     gate_input: str = field(
         default="input",
         metadata={"help": "what the gate reads: input (the layer input H_i, Eq. 5) or query (the query "
-                  "projection, the authors' code)", "choices": GATE_INPUTS},
+                  "projection scaled by d^-0.5, the authors' released code)", "choices": GATE_INPUTS},
     )
     gate_per_head: bool = field(default=False, metadata={"help": "one gate per head (the authors' code) instead of one per position"})
     concat_into: str = field(
@@ -91,7 +94,8 @@ class HybridLocalGlobal(LocalityMethod):
         self.masks_rows = options.combine == "local"
         if options.combine == "gate":
             self.gate_proj = BiasFreeLinear(dim, spec.num_heads if options.gate_per_head else 1)  # W_g, Eq. 5
-            nn.init.xavier_uniform_(self.gate_proj.weight)
+            # the paper gives no initialisation; the released gate_sum draws W_g from N(0, 0.1)
+            nn.init.normal_(self.gate_proj.weight, std=0.1)
         elif options.combine == "concat":
             self.concat_proj = BiasFreeLinear(2 * dim if options.concat_into == "projection" else dim, dim)  # W_c
             nn.init.xavier_uniform_(self.concat_proj.weight)
@@ -103,7 +107,7 @@ class HybridLocalGlobal(LocalityMethod):
 
     def gate(self, ctx) -> Tensor:
         """g = sigmoid(W_g H) (Eq. 5): (B, T, 1 or H)."""
-        source = ctx.query_input if self.options.gate_input == "input" else ctx.query_proj
+        source = ctx.query_input if self.options.gate_input == "input" else ctx.query_proj * ctx.scaling
         return torch.sigmoid(self.gate_proj(source))
 
     def logit_bias(self, ctx) -> Optional[Tensor]:
