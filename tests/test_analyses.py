@@ -142,7 +142,8 @@ def test_attention_mass_of_hand_made_dman_mask(corpus):
 
 @torch.no_grad()
 def test_gate_per_layer_and_per_tag(corpus, tmp_path):
-    """With W_Q = 0 the query projection is its bias b, so g = sigmoid(W_g b) (Eq. 5, gate from the query)."""
+    """With W_Q = 0 the query projection is its bias b, so g = sigmoid(W_g b / sqrt(d)) (Eq. 5, gate from the query
+    scaled by the head dimension's d^-0.5, as the authors' released gate reads it)."""
     raw, data_bin = corpus
     tiny = loaded("transformer_hybrid_local", data_bin, {"hybrid_gate_input": "query"})
     weight = {1: 0.5, 2: -0.25}
@@ -150,7 +151,8 @@ def test_gate_per_layer_and_per_tag(corpus, tmp_path):
         block.q_proj.weight.zero_()
         block.q_proj.bias.fill_(0.1)
         method.gate_proj.weight.fill_(weight[block.spec.layer])
-    expected = {layer: 1 / (1 + math.exp(-w * 0.1 * 32)) for layer, w in weight.items()}
+    head_dim = tiny.model.encoder.layers[0].self_attn.head_dim
+    expected = {layer: 1 / (1 + math.exp(-w * 0.1 * 32 / math.sqrt(head_dim))) for layer, w in weight.items()}
     table, _ = gate_layers([tiny], QUIET)
     lengths = valid_lengths(tiny)
     assert [r["layer"] for r in table.rows] == [1, 2]

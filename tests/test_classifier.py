@@ -210,7 +210,10 @@ def validate_accuracies(log: str) -> dict:
 def test_train_few_updates_then_validate_reports_accuracy(toy_bin, tmp_path):
     run([str(BIN / "fairseq-train"), str(toy_bin), "--user-dir", USER_DIR, *TASK,
          "--arch", "localness_classifier_tiny_diffwin_mw", "--encoder-embed-dim", "32", "--encoder-ffn-embed-dim", "64",
-         "--optimizer", "adam", "--lr", "0.003", "--batch-size", "20", "--max-update", "40", "--max-epoch", "4",
+         # 3 whole epochs of 13 updates: a run stopped mid-epoch leaves fairseq's daemon prefetch thread
+         # (BufferedIterator) collating at exit, which now and then aborts the interpreter at shutdown
+         # ("terminate called without an active exception", exit -6) on a loaded machine
+         "--optimizer", "adam", "--lr", "0.003", "--batch-size", "20", "--max-epoch", "3",
          "--save-dir", str(tmp_path), "--no-epoch-checkpoints", "--disable-validation", "--no-progress-bar",
          "--num-workers", "0", "--seed", "1"])
     proc = run([str(BIN / "fairseq-validate"), str(toy_bin), "--user-dir", USER_DIR, *TASK,
@@ -218,7 +221,7 @@ def test_train_few_updates_then_validate_reports_accuracy(toy_bin, tmp_path):
                 "--num-workers", "0"])
     accuracy = validate_accuracies(proc.stdout + proc.stderr)
     assert set(accuracy) == {"valid", "test"}
-    # one word decides the label: 40 updates learn it (chance is 50%)
+    # one word decides the label: 39 updates learn it (chance is 50%)
     assert accuracy["valid"] >= 90 and accuracy["test"] >= 90, accuracy
 
 

@@ -13,9 +13,10 @@
 * valid: ``news.en.heldout-00001-of-00050`` (Chelba: the other held-out shards are free for
   validation; lingvo's Dev set): 6,206 sentences.
 
-fairseq's own examples give no 1BW recipe; the word vocabulary follows the benchmark's: "all words
-with count below 3" are discarded (Chelba et al. 2013 Sec. 2, 793,471 words), i.e.
-``fairseq-preprocess --thresholdsrc 3``.
+fairseq's own examples give no 1BW recipe. The word vocabulary (``data-prep/prepare-1bw.sh``) is
+Nguyen et al.'s "vocabulary of 32,000 words" (Sec. 5.4) by default, ``fairseq-preprocess --nwordssrc
+32000``; ``--threshold 3`` gives the benchmark's own, where "all words with count below 3" are
+discarded (Chelba et al. 2013 Sec. 2, 793,471 words), i.e. ``fairseq-preprocess --thresholdsrc 3``.
 
 **News-English stand-in** (no 1BW here): the English sides of the WMT sets in ``../shared/data``
 (:data:`STANDIN_SOURCES`), made to look like 1BW: tokenised text is detokenised first, then every
