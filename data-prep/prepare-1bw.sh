@@ -10,7 +10,7 @@ set -Eeuo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 SRC=txt TGT=txt BPE_TOKENS=0 JOINED=0
-MAX_TRAIN_SHARDS=99 VOCAB_SIZE=32000 THRESHOLD= VOCAB_GIVEN= THRESHOLD_GIVEN=
+MAX_TRAIN_SHARDS=99 VOCAB_SIZE=32000 THRESHOLD= VOCAB_GIVEN=
 URL=http://www.statmt.org/lm-benchmark/1-billion-word-language-modeling-benchmark-r13output.tar.gz
 
 usage() {
@@ -42,10 +42,10 @@ script_option() {
             MAX_TRAIN_SHARDS=$2; SHIFT=2 ;;
         --threshold) need_value "$@"; [[ $2 =~ ^[0-9]+$ ]] || die "--threshold must be a non-negative integer, got '$2'"
             [[ -z $VOCAB_GIVEN ]] || die "--threshold and --vocab-size choose the vocabulary two ways: give one"
-            THRESHOLD=$2 THRESHOLD_GIVEN=1; SHIFT=2 ;;
+            THRESHOLD=$2; SHIFT=2 ;;
         --vocab-size) need_value "$@"; is_int "$2" && (($2 > 4)) \
                 || die "--vocab-size must be an integer above 4 (fairseq's special symbols), got '$2'"
-            [[ -z $THRESHOLD_GIVEN ]] || die "--threshold and --vocab-size choose the vocabulary two ways: give one"
+            [[ -z $THRESHOLD ]] || die "--threshold and --vocab-size choose the vocabulary two ways: give one"
             VOCAB_SIZE=$2 VOCAB_GIVEN=1; SHIFT=2 ;;
     esac
 }

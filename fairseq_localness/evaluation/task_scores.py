@@ -35,10 +35,10 @@ from typing import Dict, List, Optional, Sequence
 
 from ..paths import SCRIPTS_DIR, USER_DIR
 
-TASKS = ("classification", "language_modeling", "probing", "summarization")
 #: the scores.json entry of each task
 TASK_METRIC = {"classification": "accuracy", "language_modeling": "ppl", "probing": "probing_accuracy",
                "summarization": "rouge"}
+TASKS = tuple(TASK_METRIC)
 #: SentEval's probing files -> Xu et al. (2019) Table 4's column names; Conneau et al. (2018)'s groups -> Table 3's
 PROBING_COLUMNS = {"sentence_length": "SeLn", "word_content": "WC", "tree_depth": "TDep", "top_constituents": "ToCo",
                    "bigram_shift": "BShif", "past_present": "Tense", "subj_number": "SubN", "obj_number": "ObjN",
@@ -231,24 +231,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     try:
         if args.task == "classification":
-            scores = {"accuracy": classification_accuracy(checkpoint, args.data_bin, args.subset, args.max_tokens,
-                                                          args.cpu)}
+            record = classification_accuracy(checkpoint, args.data_bin, args.subset, args.max_tokens, args.cpu)
         elif args.task == "probing":
-            scores = {"probing_accuracy": probing_accuracy(checkpoint, args.data_bin, args.subset, args.probing_tasks,
-                                                           args.prep_dir, out, args.cpu)}
+            record = probing_accuracy(checkpoint, args.data_bin, args.subset, args.probing_tasks, args.prep_dir, out,
+                                      args.cpu)
         elif args.task == "summarization":
-            scores = {"rouge": summarization_rouge(checkpoint, args, out)}
+            record = summarization_rouge(checkpoint, args, out)
         else:
-            scores = {"ppl": language_model_perplexity(checkpoint, args.data_bin, args.subset, out,
-                                                       args.tokens_per_sample, args.sample_break_mode,
-                                                       args.context_window, args.max_tokens, args.cpu)}
+            record = language_model_perplexity(checkpoint, args.data_bin, args.subset, out, args.tokens_per_sample,
+                                               args.sample_break_mode, args.context_window, args.max_tokens, args.cpu)
     except ScoreError as err:
         print(f"score_task.sh: error: {err}", file=sys.stderr)
         return 2
-    scores.update(task=args.task, subset=args.subset, checkpoint=str(checkpoint))
+    metric = TASK_METRIC[args.task]
+    scores = {metric: record, "task": args.task, "subset": args.subset, "checkpoint": str(checkpoint)}
     # written last: reproduce treats a row whose scores.json exists as finished
     (out / "scores.json").write_text(json.dumps(scores, indent=1) + "\n", encoding="utf-8")
-    metric = TASK_METRIC[args.task]
     print(f"{args.subset}: {metric} {scores[metric]['score']:.2f} -> {out / 'scores.json'}")
     return 0
 

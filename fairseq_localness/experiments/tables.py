@@ -135,11 +135,6 @@ class Evaluation:
         return int(digits) if digits.isdigit() and int(digits) > 0 else 0
 
     @property
-    def scored_here(self) -> bool:
-        """Whether reproduce trains and scores this task (all of TASK_METRICS' tasks today)."""
-        return self.task in ("translation", "classification", "language_modeling", "probing", "summarization")
-
-    @property
     def published_field(self) -> str:
         return PUBLISHED_FIELD[self.metric]
 

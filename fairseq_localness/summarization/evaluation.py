@@ -34,10 +34,15 @@ SCORERS = ("auto", "perl", "python")
 PUBLISHED_KEYS = dict(zip(METRICS, ("rouge1", "rouge2", "rougeL")))
 
 
+def percentages(result: RougeResult, part: str) -> Dict[str, float]:
+    """One part (``f``, ``r`` or ``p``) of every metric, x 100, under Table 2's keys."""
+    return {PUBLISHED_KEYS[metric]: 100.0 * result.scores[metric][part] for metric in METRICS}
+
+
 def rouge_record(result: RougeResult) -> Dict[str, float]:
     """scores.json's ``rouge`` entry: F1 x 100 per metric, R-avg their mean; ``score`` is ROUGE-1 (the table's
     first column)."""
-    f1 = {PUBLISHED_KEYS[metric]: 100.0 * result.scores[metric]["f"] for metric in METRICS}
+    f1 = percentages(result, "f")
     return {"score": f1["rouge1"], **f1, "rouge_avg": sum(f1.values()) / len(f1), "documents": result.documents}
 
 
@@ -64,9 +69,8 @@ def score_generate_output(path: Path, out: Path, scorer: str = "auto") -> Dict[s
     for name, lines in (("hyp.txt", hypotheses), ("ref.txt", references)):
         (out / name).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     result, used = files2rouge(references, hypotheses, scorer)
-    return {**rouge_record(result), "scorer": used,
-            "recall": {PUBLISHED_KEYS[m]: 100.0 * result.scores[m]["r"] for m in METRICS},
-            "precision": {PUBLISHED_KEYS[m]: 100.0 * result.scores[m]["p"] for m in METRICS}}
+    return {**rouge_record(result), "scorer": used, "recall": percentages(result, "r"),
+            "precision": percentages(result, "p")}
 
 
 def decode_and_score(checkpoint: Path, data_bin: Path, subset: str, dataset: str, variant: str, out: Path,
