@@ -63,18 +63,24 @@ class Significance:
     samples: int
 
     @property
+    def delta(self) -> float:
+        """The difference as every output prints it (two decimals): the mark is decided on this number."""
+        return round(self.system - self.baseline, 2)
+
+    @property
     def mark(self) -> str:
-        """``⇑``/``⇓`` p < 0.01, ``↑``/``↓`` p < 0.05, else ``""``."""
-        if self.p_value >= 0.05 or self.system == self.baseline:
+        """``⇑``/``⇓`` p < 0.01, ``↑``/``↓`` p < 0.05, else ``""``; no mark where the printed difference is
+        +0.00 (sacreBLEU's test finds tiny differences significant that no table shows)."""
+        if self.p_value >= 0.05 or self.delta == 0:
             return ""
-        better = self.system > self.baseline
+        better = self.delta > 0
         if self.p_value < 0.01:
             return "⇑" if better else "⇓"
         return "↑" if better else "↓"
 
     def as_dict(self) -> dict[str, Any]:
         return {"system": round(self.system, 2), "baseline": round(self.baseline, 2),
-                "delta": round(self.system - self.baseline, 2), "p_value": round(self.p_value, 4),
+                "delta": self.delta, "p_value": round(self.p_value, 4),
                 "mark": self.mark, "samples": self.samples,
                 "test": "paired bootstrap resampling (sacrebleu), seed "
                         + os.environ.get("SACREBLEU_SEED", "12345")}
@@ -82,7 +88,7 @@ class Significance:
     def describe(self) -> str:
         sign = {"⇑": "better, p < 0.01", "↑": "better, p < 0.05", "⇓": "worse, p < 0.01",
                 "↓": "worse, p < 0.05", "": "not significant"}[self.mark]
-        return (f"{self.mark or '-'} vs baseline {self.baseline:.2f} ({self.system - self.baseline:+.2f}, "
+        return (f"{self.mark or '-'} vs baseline {self.baseline:.2f} ({self.delta:+.2f}, "
                 f"p = {self.p_value:.4f}, {sign})")
 
 
@@ -97,8 +103,8 @@ def paired_bootstrap(metric: Metric, hyps: Sequence[str], baseline: Sequence[str
     _, scores = PairedTest([("baseline", list(baseline)), ("system", list(hyps))], {name: metric},
                            references=[list(refs)], test_type="bs", n_samples=samples)()
     result_base, result_sys = next(v for k, v in scores.items() if k != "System")
-    # sacrebleu gives a zero difference p = 1/(samples+1) (no resample exceeds it); that is no evidence
-    p = 1.0 if result_sys.score == result_base.score else result_sys.p_value
+    # sacrebleu gives a zero difference p = 1/(samples+1) (no resample exceeds it); that is no evidence, a difference that rounds to +0.00 is none that a table shows
+    p = 1.0 if round(result_sys.score - result_base.score, 2) == 0 else result_sys.p_value
     return Significance(name, result_sys.score, result_base.score, p, samples)
 
 
@@ -160,8 +166,11 @@ def summary(scores: dict[str, Any]) -> str:
     def mark(key: str) -> str:
         if key not in sig:
             return ""
-        s = sig[key]
-        return "  " + Significance(key, s["system"], s["baseline"], s["p_value"], s["samples"]).describe()
+        s = sig[key]  # the mark stored when it was computed, so that every output shows the same one
+        sign = {"⇑": "better, p < 0.01", "↑": "better, p < 0.05", "⇓": "worse, p < 0.01",
+                "↓": "worse, p < 0.05", "": "not significant"}[s["mark"]]
+        return (f"  {s['mark'] or '-'} vs baseline {s['baseline']:.2f} ({s['delta']:+.2f}, "
+                f"p = {s['p_value']:.4f}, {sign})")
 
     t = scores["tokenized_bleu"]
     how = ", ".join(x for x in ("case-insensitive" if t["lowercase"] else "cased",

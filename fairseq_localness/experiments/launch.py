@@ -46,8 +46,15 @@ def arch_configs() -> List[str]:
     return sorted(p.stem for p in (CONFIG_DIR / "arch").glob("*.yaml"))
 
 
-def check_names(benchmark: str, arch: str) -> None:
-    if benchmark not in benchmarks():
+def recipe_path(benchmark: str, recipe_dir: Optional[Path] = None) -> Path:
+    """The file of a benchmark setting: RECIPE_DIR/benchmark/NAME.yaml where given and present, else configs/'s."""
+    if recipe_dir is not None and (Path(recipe_dir) / "benchmark" / f"{benchmark}.yaml").is_file():
+        return Path(recipe_dir) / "benchmark" / f"{benchmark}.yaml"
+    return CONFIG_DIR / "benchmark" / f"{benchmark}.yaml"
+
+
+def check_names(benchmark: str, arch: str, recipe_dir: Optional[Path] = None) -> None:
+    if not recipe_path(benchmark, recipe_dir).is_file():
         raise LaunchError(f"unknown benchmark {benchmark!r}; configs/benchmark/ has: {', '.join(benchmarks())}")
     if arch not in arch_configs():
         raise LaunchError(
@@ -55,7 +62,8 @@ def check_names(benchmark: str, arch: str) -> None:
         )
 
 
-def compose(benchmark: str, arch: str, overrides: Sequence[str] = (), return_hydra_config: bool = False):
+def compose(benchmark: str, arch: str, overrides: Sequence[str] = (), return_hydra_config: bool = False,
+            recipe_dir: Optional[Path] = None):
     """The config fairseq-hydra-train would run (Hydra's compose API with fairseq's schema registered).
 
     Leaves no global Hydra state behind: fairseq 0.12 itself still calls ``hydra.experimental.initialize``
@@ -73,7 +81,7 @@ def compose(benchmark: str, arch: str, overrides: Sequence[str] = (), return_hyd
             # fairseq validates the primary config against its schema by name (deprecated in Hydra, still supported)
             warnings.simplefilter("ignore", UserWarning)
             return hydra_compose(PRIMARY_CONFIG, overrides=[f"benchmark={benchmark}", f"arch={arch}",
-                                                            *hydra_overrides(overrides)],
+                                                            *search_path(recipe_dir), *hydra_overrides(overrides)],
                                  return_hydra_config=return_hydra_config)
     finally:
         VersionBase.instance().version_base = previous_base
@@ -91,13 +99,18 @@ def _register_fairseq_schema() -> None:
         _schema_registered = True
 
 
+def search_path(recipe_dir: Optional[Path]) -> List[str]:
+    """Hydra's override that adds a directory of recipes (``DIR/benchmark/NAME.yaml``) to the config search path."""
+    return [f"hydra.searchpath=[file://{Path(recipe_dir).resolve()}]"] if recipe_dir is not None else []
+
+
 def hydra_overrides(overrides: Sequence[str]) -> List[str]:
     """Model options are open-ended (every method adds its own), so ``model.x=v`` is sent as ``++model.x=v``
     (set, or add when the architecture config does not mention it)."""
     return [f"++{o}" if o.startswith("model.") else o for o in overrides]
 
 
-def benchmark_values(benchmark: str) -> Dict:
+def benchmark_values(benchmark: str, recipe_dir: Optional[Path] = None) -> Dict:
     """A benchmark file with the files of its defaults list merged in (read as plain YAML, so that the
     launcher's arithmetic needs neither fairseq nor Hydra; tests check it against :func:`compose`)."""
     import yaml
@@ -118,7 +131,7 @@ def benchmark_values(benchmark: str) -> Dict:
                 into[key] = value
         return into
 
-    return load(CONFIG_DIR / "benchmark" / f"{benchmark}.yaml")
+    return load(recipe_path(benchmark, recipe_dir))
 
 
 def split_batch(effective_tokens: int, world_size: int, max_tokens: int) -> int:
@@ -157,9 +170,10 @@ class Launch:
     max_tokens: Optional[int] = None
     effective_tokens: Optional[int] = None
     overrides: List[str] = field(default_factory=list)
+    recipe_dir: Optional[Path] = None  # a directory with benchmark/NAME.yaml recipes beside configs/ (compare --recipe)
 
     def validate(self) -> None:
-        check_names(self.benchmark, self.arch)
+        check_names(self.benchmark, self.arch, self.recipe_dir)
         for override in self.overrides:
             key = override.lstrip("+~").split("=", 1)[0]
             if "=" not in override:
@@ -181,6 +195,24 @@ class Launch:
             raise LaunchError(f"--node-rank must be in 0..{self.nodes - 1}")
         if self.data is None and not any(o.startswith("task.data=") for o in self.overrides):
             raise LaunchError("give the binarized data with --data DIR (the data-bin/ written by data-prep/)")
+        self.check_save_dir()
+
+    def requested_max_update(self) -> Optional[int]:
+        """optimization.max_update as this launch sets it (an override, else the benchmark's; 0: no limit)."""
+        for override in reversed(self.overrides):
+            if override.lstrip("+").startswith("optimization.max_update="):
+                return int(override.split("=", 1)[1])
+        return int((benchmark_values(self.benchmark, self.recipe_dir).get("optimization") or {}).get("max_update") or 0)
+
+    def check_save_dir(self) -> None:
+        """The run-directory guard (:mod:`.rundir`): nothing is written into another architecture's run,
+        or into a run further along than requested."""
+        from .rundir import RunDirError, check_run_dir
+
+        try:
+            check_run_dir(Path(self.save_path), self.arch, self.requested_max_update())
+        except RunDirError as err:
+            raise LaunchError(str(err)) from None
 
     @property
     def world_size(self) -> int:
@@ -192,7 +224,7 @@ class Launch:
 
     def plan(self) -> Dict[str, int]:
         """Effective-batch arithmetic for this launch."""
-        values = benchmark_values(self.benchmark)
+        values = benchmark_values(self.benchmark, self.recipe_dir)
         config_tokens = int(values["dataset"]["max_tokens"])
         effective = self.effective_tokens or config_tokens * int(values["optimization"]["update_freq"][0])
         # a dataset.max_tokens override is the per-device batch, like --max-tokens; the paper's batch stays
@@ -214,6 +246,7 @@ class Launch:
             f"common.user_dir={USER_DIR}",
             f"dataset.max_tokens={plan['max_tokens']}",
             f"optimization.update_freq=[{plan['update_freq']}]",
+            *search_path(self.recipe_dir),
         ]
         if self.data is not None:
             command.append(f"task.data={os.path.abspath(self.data)}")

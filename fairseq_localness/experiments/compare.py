@@ -1,0 +1,905 @@
+"""One controlled comparison of locality architectures: one recipe, several seeds, significance.
+
+    fairseq-localness-compare CORPUS [--archs families|papers|A,B,...] [--seeds 3] [--norm pre[,post]]
+                              [--work runs/compare] [--data-root runs/data] [--jobs 2] [--gpus N] [--fp16]
+    fairseq-localness-compare --data DATA_BIN --recipe BENCHMARK_OR_YAML --archs A,B ... (your own corpus)
+
+Every (architecture, norm placement, seed) trains with **one** recipe -- the corpus's
+``configs/benchmark/compare_*.yaml``, or ``--recipe`` -- through the launcher that ``scripts/train.sh`` and
+``reproduce.sh`` use (:class:`.launch.Launch`), with ``common.seed`` and the norm placement as the only
+overrides; the checkpoint with the lowest validation loss is decoded on the test split by
+``scripts/evaluate.sh``'s module. Results (``WORK/LABEL/``):
+
+* ``NORM/ARCH/seedS/`` per run: ``checkpoints/`` (with ``hydra_train.log``), ``eval-test/scores.json``,
+  ``result.json`` (what the table reads);
+* ``runs.csv`` / ``runs.json``: every finished run; ``table.md`` / ``table.json``: mean ± sd over seeds,
+  parameters, speed ratios and significance against the baseline; ``figure.png``: BLEU against
+  training-speed ratio with error bars.
+
+A run whose ``eval-test/scores.json`` exists is finished and never retrained; an interrupted run resumes
+from its ``checkpoint_last.pt``. Significance: paired bootstrap resampling (Koehn 2004; sacreBLEU's) of
+the **seed-pooled** test outputs: the hypotheses of seeds 1..n of an architecture against those of the
+same seeds of the baseline, the references repeated n times, so every resample draws sentences of every
+seed. Library logic only; ``scripts/compare.sh`` and the ``fairseq-localness-compare`` entry point call
+:func:`main`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import io
+import json
+import math
+import os
+import platform
+import re
+import shlex
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+
+from ..paths import CONFIG_DIR, SCRIPTS_DIR
+from .launch import LaunchError, Launch, arch_configs, benchmark_values, benchmarks, parse_train
+from .runlog import stats
+
+COMPARE_FILE = CONFIG_DIR / "compare.yaml"
+NORMS = ("pre", "post")
+EVAL_DIR = "eval-test"
+#: fairseq-generate's closing line: "Translated 1,000 sentences (12,345 tokens) in 10.5s (95.0 sentences/s, 1175.3 tokens/s)"
+_TRANSLATED = re.compile(r"Translated ([\d,]+) sentences \(([\d,]+) tokens\) in ([\d.]+)s .*?([\d.]+) tokens/s\)")
+# fairseq's "simple" log format ("| valid | epoch 001 | ...") and fairseq-hydra-train's ("[valid][INFO] - epoch 001 | ...")
+_INNER = re.compile(r"train_inner.*? epoch (\d+):.*?num_updates=(\d+)")
+_VALID = re.compile(r"valid(?:\]\[INFO\] -| \|) epoch (\d+) \| valid on 'valid' subset \| loss ([\d.]+) .*?num_updates (\d+)")
+_STOP = re.compile(r"early stop since valid performance hasn't improved for last (\d+) runs")
+
+
+class CompareError(RuntimeError):
+    """Bad input; printed without a traceback, exit code 2."""
+
+
+# --- the grid -----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One training of the grid."""
+
+    arch: str
+    norm: str
+    seed: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.arch} ({self.norm}-norm, seed {self.seed})"
+
+
+@dataclass
+class Grid:
+    """Everything a comparison trains, where, and how it is scored."""
+
+    label: str                      # WORK/<label>/
+    recipe: str                     # a benchmark of configs/benchmark/, or a name in recipe_dir
+    data_bin: Path
+    archs: List[str]
+    seeds: List[int]
+    norms: List[str]
+    baseline: str
+    work: Path
+    evaluate_flags: List[str] = field(default_factory=list)
+    train_overrides: List[str] = field(default_factory=list)
+    recipe_file: Optional[Path] = None  # --recipe FILE.yaml (its copy in WORK/<label>/recipe/ is what trains)
+    gpus: int = 0
+    fp16: bool = False
+
+    @property
+    def root(self) -> Path:
+        return self.work / self.label
+
+    def runs(self) -> List[RunSpec]:
+        """Seed-major order, baseline first: the first seed of every row finishes before any second seed."""
+        archs = [self.baseline] + [a for a in self.archs if a != self.baseline]
+        return [RunSpec(arch, norm, seed) for seed in self.seeds for norm in self.norms for arch in archs]
+
+    def run_dir(self, spec: RunSpec) -> Path:
+        return self.root / spec.norm / spec.arch / f"seed{spec.seed}"
+
+    def scores_path(self, spec: RunSpec) -> Path:
+        return self.run_dir(spec) / EVAL_DIR / "scores.json"
+
+    def finished(self, spec: RunSpec) -> bool:
+        return self.scores_path(spec).is_file()
+
+
+def load_compare_config(path: Path = COMPARE_FILE) -> Dict[str, Any]:
+    import yaml
+
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+def resolve_archs(text: str, groups: Dict[str, List[str]]) -> List[str]:
+    """``families``/``papers``/... (a group of configs/compare.yaml) or a comma-separated list, in order."""
+    archs: List[str] = []
+    for item in (x.strip() for x in text.split(",") if x.strip()):
+        for arch in groups.get(item, [item]):
+            if arch not in archs:
+                archs.append(arch)
+    known = set(arch_configs())
+    unknown = [a for a in archs if a not in known]
+    if unknown:
+        raise CompareError(f"--archs: unknown architecture(s) {', '.join(unknown)}; give a group "
+                           f"({', '.join(groups)}) or names of configs/arch/ (bare names such as transformer_dman)")
+    if not archs:
+        raise CompareError("--archs is empty")
+    return archs
+
+
+def parse_seeds(text: str) -> List[int]:
+    """``3`` -> seeds 1, 2, 3; ``1,5,9`` -> those seeds."""
+    try:
+        seeds = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise CompareError(f"--seeds {text!r}: give a count (3) or a list of seeds (1,2,3)") from None
+    if len(seeds) == 1 and "," not in text:
+        seeds = list(range(1, seeds[0] + 1))
+    if not seeds or any(s < 1 for s in seeds) or len(set(seeds)) != len(seeds):
+        raise CompareError(f"--seeds {text!r}: seeds must be distinct positive integers")
+    return seeds
+
+
+def model_flags(arch: str) -> set:
+    """The option names (dests) that ARCH's fairseq model accepts."""
+    import fairseq_localness  # noqa: F401  (registers the architectures)
+    from fairseq.models import ARCH_MODEL_REGISTRY
+
+    parser = argparse.ArgumentParser(add_help=False)
+    ARCH_MODEL_REGISTRY[arch].add_args(parser)
+    return {action.dest for action in parser._actions}
+
+
+def norm_overrides(arch: str, norm: str) -> List[str]:
+    """The norm placement of every architecture alike: fairseq's --encoder/decoder-normalize-before, and for
+    the MAN layers (whose models take --man-norm) their own switch, which sets the same two flags."""
+    pre = "true" if norm == "pre" else "false"
+    overrides = [f"model.encoder_normalize_before={pre}", f"model.decoder_normalize_before={pre}"]
+    if "man_norm" in model_flags(arch):
+        overrides.append(f"model.man_norm={norm}")
+    return overrides
+
+
+def train_argv(grid: Grid, spec: RunSpec) -> List[str]:
+    """scripts/train.sh's arguments for one run (the launcher parses exactly these)."""
+    device = ["--gpus", str(grid.gpus)] if grid.gpus else ["--cpu-procs", "1"]
+    return [grid.recipe, spec.arch, "--data", str(grid.data_bin),
+            "--save-dir", str(grid.run_dir(spec) / "checkpoints"), *device,
+            f"common.seed={spec.seed}", *norm_overrides(spec.arch, spec.norm),
+            *(["common.fp16=true"] if grid.fp16 else []), *grid.train_overrides]
+
+
+def launch_of(grid: Grid, spec: RunSpec) -> Launch:
+    _, launch = parse_train(train_argv(grid, spec))
+    launch.recipe_dir = grid.root / "recipe" if grid.recipe_file else None
+    return launch
+
+
+def evaluate_argv(grid: Grid, spec: RunSpec) -> List[str]:
+    run_dir = grid.run_dir(spec)
+    return [str(run_dir / "checkpoints"), str(grid.data_bin), "--checkpoint", "checkpoint_best.pt",
+            *grid.evaluate_flags, *([] if grid.gpus else ["--cpu"]), "--out", str(run_dir / EVAL_DIR)]
+
+
+def has_test_split(data_bin: Path) -> bool:
+    return any(data_bin.glob("dict.*.txt")) and any(data_bin.glob("test.*.idx"))
+
+
+def validate(grid: Grid) -> None:
+    """Everything that can be checked before training: data, recipe keys, every architecture's flags and
+    options, and the run directories (the guard of :mod:`.rundir`)."""
+    from .reproduce import parser_error
+    from .tables import overrides_as_flags
+
+    if not grid.data_bin.is_dir():
+        raise CompareError(f"--data {grid.data_bin}: no such directory (prepare it with data-prep/, see docs/compare.md)")
+    if not has_test_split(grid.data_bin):
+        raise CompareError(f"--data {grid.data_bin}: not a fairseq-preprocess output with a test split "
+                           "(dict.*.txt and test.*.idx)")
+    if grid.baseline not in grid.archs:
+        raise CompareError(f"--baseline {grid.baseline} is not one of --archs ({', '.join(grid.archs)})")
+    from .launch import compose
+
+    for arch in grid.archs:
+        spec = RunSpec(arch, grid.norms[0], grid.seeds[0])
+        launch = launch_of(grid, spec)
+        try:
+            cfg = compose(grid.recipe, arch, launch.overrides, recipe_dir=launch.recipe_dir)
+        except Exception as err:  # Hydra's composition errors name the key
+            raise CompareError(f"recipe {grid.recipe} with {arch}: {str(err).splitlines()[0]} "
+                               "(a key the recipe or --train-args sets does not exist)") from None
+        model = {k: v for k, v in cfg.model.items() if k != "_name" and v is not None}
+        flags = overrides_as_flags([f"model.{k}={_flag_value(v)}" for k, v in model.items()])
+        error = parser_error(arch, flags)
+        if error:
+            raise CompareError(f"recipe {grid.recipe} with {arch}: {error}")
+        for norm in grid.norms:
+            for seed in grid.seeds:
+                try:
+                    launch_of(grid, RunSpec(arch, norm, seed)).validate()
+                except LaunchError as err:
+                    raise CompareError(str(err)) from None
+
+
+def _flag_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+# --- running ------------------------------------------------------------------------------------------------
+
+
+class Progress:
+    """Progress lines of the grid: which run, epoch and update, validation loss, and an ETA."""
+
+    def __init__(self, total: int, done: int, jobs: int, patience: Optional[int]):
+        self.total, self.done, self.jobs, self.patience = total, done, jobs, patience
+        self.durations: List[float] = []
+        self.lock = threading.Lock()
+
+    def say(self, text: str) -> None:
+        with self.lock:
+            print(f"[{time.strftime('%H:%M:%S')}] {text}", flush=True)
+
+    def eta(self) -> str:
+        remaining = self.total - self.done
+        if not self.durations or remaining <= 0:
+            return "ETA: after the first run"
+        seconds = sum(self.durations) / len(self.durations) * remaining / self.jobs
+        return f"ETA for the {remaining} remaining run(s): {_duration(seconds)}"
+
+    def finished(self, seconds: float) -> None:
+        with self.lock:
+            self.durations.append(seconds)
+            self.done += 1
+
+
+def _duration(seconds: float) -> str:
+    hours, rest = divmod(int(seconds), 3600)
+    return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
+
+
+def stream(command: List[str], log: Path, env: Dict[str, str], on_line=None) -> int:
+    """Run ``command`` with its output appended to ``log``; ``on_line`` sees every line."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "a", encoding="utf-8") as out:
+        out.write(f"\n# {datetime.datetime.now().isoformat(timespec='seconds')} {shlex.join(command)}\n")
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                                errors="replace")
+        try:
+            for line in proc.stdout:
+                out.write(line)
+                if on_line:
+                    on_line(line)
+        except BaseException:
+            proc.terminate()
+            proc.wait()
+            raise
+        return proc.wait()
+
+
+def run_one(grid: Grid, spec: RunSpec, index: int, progress: Progress) -> Optional[str]:
+    """Train (or resume) and evaluate one run; the failure text, or None."""
+    start = time.time()
+    tag = f"[{index}/{progress.total}] {spec.name}"
+    env = dict(os.environ)
+    if not grid.gpus:
+        env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")  # one core per run: --jobs runs share the machine
+    run_dir = grid.run_dir(spec)
+    trained = run_dir / "trained"
+    if not trained.exists():
+        launch = launch_of(grid, spec)
+        try:
+            launch.validate()
+            commands = launch.commands(launch.plan())
+        except LaunchError as err:
+            return str(err)
+        resumed = (run_dir / "checkpoints" / "checkpoint_last.pt").exists()
+        progress.say(f"{tag}: {'resuming from checkpoint_last.pt' if resumed else 'training'}")
+        state = {"updates": 0}
+
+        def on_line(line: str) -> None:
+            match = _INNER.search(line)
+            if match:
+                state["updates"] = int(match.group(2))
+                if state["updates"] % 200 == 0:
+                    rate = state["updates"] / max(time.time() - start, 1e-6)
+                    progress.say(f"{tag}: epoch {match.group(1)}, update {state['updates']} ({rate:.2f} updates/s)")
+            match = _VALID.search(line)
+            if match:
+                best = re.search(r"best_loss ([\d.]+)", line)
+                progress.say(f"{tag}: epoch {match.group(1)} done, update {match.group(3)}, valid loss "
+                             f"{match.group(2)}" + (f" (best {best.group(1)})" if best else ""))
+            match = _STOP.search(line)
+            if match:
+                progress.say(f"{tag}: early stop, no better validation loss for {match.group(1)} epochs")
+
+        code = stream(commands[0], run_dir / "train.log", env, on_line)
+        if code != 0:
+            return f"training failed (exit {code}; see {run_dir / 'train.log'}); rerun to resume"
+        trained.write_text(datetime.datetime.now().isoformat(timespec="seconds") + "\n")
+    progress.say(f"{tag}: decoding the test set")
+    evaluate = [sys.executable, "-m", "fairseq_localness.evaluation.evaluate", *evaluate_argv(grid, spec)]
+    code = stream(evaluate, run_dir / "evaluate.log", env)
+    if code != 0:
+        return f"evaluation failed (exit {code}; see {run_dir / 'evaluate.log'}); rerun to retry"
+    result = collect_run(grid, spec)
+    progress.finished(time.time() - start)
+    bleu = result.get("sacrebleu") if result.get("sacrebleu") is not None else result.get("tokenized_bleu")
+    progress.say(f"{tag}: done in {_duration(time.time() - start)}, BLEU {bleu}, {result.get('epochs')} epochs; "
+                 f"{progress.eta()}")
+    return None
+
+
+def decoding_speed(eval_dir: Path) -> Optional[float]:
+    """Target tokens per second of fairseq-generate's closing line (its log, generate-test.log)."""
+    for name in ("generate-test.log", "generate-test.txt"):
+        path = eval_dir / name
+        matches = _TRANSLATED.findall(path.read_text(encoding="utf-8", errors="replace")) if path.is_file() else []
+        if matches:
+            return float(matches[-1][3])
+    return None
+
+
+def training_epochs(log: Path) -> Tuple[Optional[int], Optional[float], Optional[int]]:
+    """(epochs trained, best validation loss, update of the best) from a run's hydra_train.log."""
+    if not log.is_file():
+        return None, None, None
+    points = [(int(e), float(loss), int(u)) for e, loss, u in _VALID.findall(log.read_text(errors="replace"))]
+    if not points:
+        return None, None, None
+    best = min(points, key=lambda p: p[1])
+    return max(p[0] for p in points), best[1], best[2]
+
+
+def collect_run(grid: Grid, spec: RunSpec) -> Dict[str, Any]:
+    """One finished run as a flat record (written to ``result.json`` beside it)."""
+    run_dir = grid.run_dir(spec)
+    scores = json.loads(grid.scores_path(spec).read_text(encoding="utf-8"))
+    run = stats(run_dir / "checkpoints")
+    epochs, best_loss, best_update = training_epochs(run_dir / "checkpoints" / "hydra_train.log")
+    record = {
+        "corpus": grid.label, "arch": spec.arch, "norm": spec.norm, "seed": spec.seed,
+        "sacrebleu": (scores.get("sacrebleu") or {}).get("score"),
+        "tokenized_bleu": (scores.get("tokenized_bleu") or {}).get("score"),
+        "chrf": (scores.get("chrf") or {}).get("score"),
+        "params": run["params"], "train_wps": run["train_wps"], "updates": run["updates"],
+        "epochs": epochs, "best_valid_loss": best_loss, "best_update": best_update,
+        "decode_tokens_per_s": decoding_speed(run_dir / EVAL_DIR),
+        "sacrebleu_signature": (scores.get("sacrebleu") or {}).get("signature"),
+        "eval_dir": str(run_dir / EVAL_DIR),
+    }
+    (run_dir / "result.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    return record
+
+
+def run_grid(grid: Grid, jobs: int, after_each=None) -> Dict[str, str]:
+    """Train and evaluate every unfinished run, ``jobs`` at a time; the failures by run name. ``after_each``
+    is called after every finished run (the table is rewritten then, so that it is never older than a run)."""
+    specs = grid.runs()
+    todo = [(i + 1, s) for i, s in enumerate(specs) if not grid.finished(s)]
+    done = len(specs) - len(todo)
+    patience = (benchmark_values(grid.recipe).get("checkpoint") or {}).get("patience") if not grid.recipe_file else None
+    progress = Progress(len(specs), done, jobs, patience)
+    progress.say(f"{grid.label}: {len(specs)} runs ({len(grid.archs)} architectures x {len(grid.norms)} norm "
+                 f"placement(s) x {len(grid.seeds)} seed(s)), {done} finished, {len(todo)} to run, {jobs} at a time")
+    for index, spec in enumerate(specs, 1):
+        if grid.finished(spec):
+            progress.say(f"[{index}/{len(specs)}] {spec.name}: finished earlier, not retrained")
+    failures: Dict[str, str] = {}
+
+    def work(item: Tuple[int, RunSpec]) -> None:
+        index, spec = item
+        error = run_one(grid, spec, index, progress)
+        if error:
+            failures[spec.name] = error
+            progress.say(f"[{index}/{len(specs)}] {spec.name}: FAILED: {error}")
+        elif after_each is not None:
+            with progress.lock:
+                after_each()
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        list(pool.map(work, todo))
+    return failures
+
+
+# --- the table ----------------------------------------------------------------------------------------------
+
+
+def mean_sd(values: Sequence[float]) -> Tuple[Optional[float], Optional[float]]:
+    """Mean and sample standard deviation (n - 1); sd is None for fewer than two values."""
+    values = [v for v in values if v is not None]
+    if not values:
+        return None, None
+    mean = sum(values) / len(values)
+    if len(values) < 2:
+        return mean, None
+    return mean, math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+
+
+def pooled_outputs(eval_dirs: Sequence[Path], name: str) -> List[str]:
+    """The lines of ``name`` (hyp.tok.txt, ref.tok.txt, ...) of several evaluations, concatenated."""
+    from ..evaluation.scoring import read_lines
+
+    lines: List[str] = []
+    for eval_dir in eval_dirs:
+        lines += read_lines(str(Path(eval_dir) / name))
+    return lines
+
+
+def pooled_significance(system_dirs: Sequence[Path], baseline_dirs: Sequence[Path], lowercase: bool,
+                        samples: int = 1000) -> Dict[str, Dict[str, Any]]:
+    """Paired bootstrap of the seed-pooled outputs: system seed k is paired with baseline seed k, the
+    references of each seed repeated. Tokenised BLEU always; sacreBLEU when both have detokenised output."""
+    from ..evaluation.scoring import BLEU, HYP_DETOK, HYP_TOK, paired_bootstrap, sacrebleu_tokenizer, tokenized_bleu_metric
+
+    refs = pooled_outputs(system_dirs, "ref.tok.txt")
+    result = {"tokenized_bleu": paired_bootstrap(
+        tokenized_bleu_metric(lowercase), pooled_outputs(system_dirs, HYP_TOK),
+        pooled_outputs(baseline_dirs, HYP_TOK), refs, "tokenized BLEU", samples).as_dict()}
+    detok = [Path(d) / HYP_DETOK for d in [*system_dirs, *baseline_dirs]]
+    if all(p.is_file() for p in detok):
+        scores = [json.loads((Path(d) / "scores.json").read_text(encoding="utf-8")) for d in system_dirs]
+        ref_file = scores[0].get("detok_ref")
+        if ref_file:
+            from ..evaluation.scoring import read_lines
+
+            detok_refs = read_lines(ref_file) * len(system_dirs)
+            tokenize = sacrebleu_tokenizer(scores[0].get("target_lang", "en"))
+            result["sacrebleu"] = paired_bootstrap(
+                BLEU(tokenize=tokenize, lowercase=lowercase), pooled_outputs(system_dirs, HYP_DETOK),
+                pooled_outputs(baseline_dirs, HYP_DETOK), detok_refs, "sacreBLEU", samples).as_dict()
+    return result
+
+
+def summarize(records: List[Dict[str, Any]], baseline: str, lowercase: bool, samples: int = 1000) -> List[Dict[str, Any]]:
+    """One row per (norm, architecture): means and sds over seeds, ratios to the baseline of the same norm
+    placement, and the pooled significance test against it (on the seeds both have)."""
+    rows: List[Dict[str, Any]] = []
+    keys = sorted({(r["norm"], r["arch"]) for r in records}, key=lambda k: (NORMS.index(k[0]) if k[0] in NORMS else 9,
+                                                                            k[1] != baseline))
+    order = {a: i for i, a in enumerate(dict.fromkeys(r["arch"] for r in records))}
+    keys.sort(key=lambda k: (NORMS.index(k[0]) if k[0] in NORMS else 9, k[1] != baseline, order[k[1]]))
+    by_key = {k: sorted([r for r in records if (r["norm"], r["arch"]) == k], key=lambda r: r["seed"]) for k in keys}
+    for norm, arch in keys:
+        runs = by_key[(norm, arch)]
+        base_runs = by_key.get((norm, baseline), [])
+        row: Dict[str, Any] = {"norm": norm, "arch": arch, "seeds": [r["seed"] for r in runs]}
+        for metric in ("sacrebleu", "tokenized_bleu", "chrf", "epochs", "best_valid_loss"):
+            mean, sd = mean_sd([r[metric] for r in runs])
+            row[metric] = _round(mean)
+            row[f"{metric}_sd"] = _round(sd)
+        row["params"] = runs[0]["params"]
+        for speed, ratio in (("train_wps", "train_speed_ratio"), ("decode_tokens_per_s", "decode_speed_ratio")):
+            mine, _ = mean_sd([r[speed] for r in runs])
+            theirs, _ = mean_sd([r[speed] for r in base_runs])
+            row[ratio] = round(mine / theirs, 3) if mine and theirs else None
+        if arch != baseline and base_runs:
+            base_by_seed = {r["seed"]: r for r in base_runs}
+            common = [r for r in runs if r["seed"] in base_by_seed]
+            if common:
+                row["significance"] = pooled_significance([Path(r["eval_dir"]) for r in common],
+                                                          [Path(base_by_seed[r["seed"]]["eval_dir"]) for r in common],
+                                                          lowercase, samples)
+                row["significance_seeds"] = [r["seed"] for r in common]
+        rows.append(row)
+    return rows
+
+
+def _round(value: Optional[float], digits: int = 2) -> Optional[float]:
+    return None if value is None else round(value, digits)
+
+
+def _pm(mean: Optional[float], sd: Optional[float]) -> str:
+    if mean is None:
+        return "n/a"
+    return f"{mean:.2f} ± {sd:.2f}" if sd is not None else f"{mean:.2f}"
+
+
+def markdown_table(rows: List[Dict[str, Any]], baseline: str) -> str:
+    """The comparison table (one row per norm placement and architecture)."""
+    lines = ["| architecture | norm | seeds | sacreBLEU | tokenized BLEU | chrF | Δ sacreBLEU vs baseline (p) | "
+             "parameters | training speed | decoding speed | epochs |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        sig = (row.get("significance") or {})
+        test = sig.get("sacrebleu") or sig.get("tokenized_bleu")
+        delta = "baseline" if row["arch"] == baseline else (
+            f"{test['delta']:+.2f} {test['mark']}".rstrip() + f" (p = {test['p_value']:.3f})" if test else "n/a")
+        lines.append(
+            f"| `{row['arch']}` | {row['norm']} | {len(row['seeds'])} | {_pm(row['sacrebleu'], row['sacrebleu_sd'])} | "
+            f"{_pm(row['tokenized_bleu'], row['tokenized_bleu_sd'])} | {_pm(row['chrf'], row['chrf_sd'])} | {delta} | "
+            f"{_params(row['params'])} | {_ratio(row['train_speed_ratio'])} | {_ratio(row['decode_speed_ratio'])} | "
+            f"{_pm(row['epochs'], row['epochs_sd'])} |")
+    return "\n".join(lines) + "\n"
+
+
+def _params(value: Optional[int]) -> str:
+    return "n/a" if value is None else f"{value / 1e6:.2f}M"
+
+
+def _ratio(value: Optional[float]) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+def recipe_summary(grid: Grid) -> str:
+    """The recipe every row shares, as the table prints it."""
+    values = benchmark_values(grid.recipe) if not grid.recipe_file else _yaml(grid.recipe_file)
+    model = values.get("model") or {}
+    opt = values.get("optimization") or {}
+    sched = values.get("lr_scheduler") or {}
+    ckpt = values.get("checkpoint") or {}
+    size = (f"{model.get('encoder_layers')}+{model.get('decoder_layers')} layers, {model.get('encoder_embed_dim')} dim, "
+            f"{model.get('encoder_attention_heads')} heads, FFN {model.get('encoder_ffn_embed_dim')}, dropout "
+            f"{model.get('dropout')}")
+    optimiser = (f"{(values.get('optimizer') or {}).get('_name')} lr {opt.get('lr')} ({sched.get('_name')}, "
+                 f"{sched.get('warmup_updates')} warm-up), {(values.get('dataset') or {}).get('max_tokens')} tokens "
+                 f"x update_freq {opt.get('update_freq')}")
+    stop = (f"early stopping on validation loss, patience {ckpt.get('patience')} epochs, at most "
+            f"{opt.get('max_epoch') or '-'} epochs / {opt.get('max_update') or '-'} updates")
+    return f"recipe `{grid.recipe}`: {size}; {optimiser}; {stop}; norm placement: " + \
+        ", ".join(f"{n}-norm" for n in grid.norms) + " for every architecture"
+
+
+def _yaml(path: Path) -> Dict[str, Any]:
+    import yaml
+
+    return yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+
+
+def write_outputs(grid: Grid, records: List[Dict[str, Any]], rows: List[Dict[str, Any]], command: str,
+                  machine: str) -> str:
+    """runs.csv/json, table.md/json and figure.png in WORK/LABEL; returns the markdown."""
+    root = grid.root
+    root.mkdir(parents=True, exist_ok=True)
+    fields = list(records[0].keys()) if records else []
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=fields, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(records)
+    (root / "runs.csv").write_text(buffer.getvalue(), encoding="utf-8")
+    (root / "runs.json").write_text(json.dumps(records, indent=1) + "\n", encoding="utf-8")
+    date = datetime.date.today().isoformat()
+    expected = len(grid.runs())
+    caption = (f"{grid.label}: {len(records)} runs finished ({expected} in the last command's grid); measured {date} "
+               f"on {machine}; "
+               f"command: `{command}`")
+    notes = [
+        f"Mean ± sample sd over seeds. {recipe_summary(grid)}. Checkpoint: lowest validation loss; test split "
+        f"decoded with {' '.join(grid.evaluate_flags) or 'evaluate.sh defaults'}.",
+        f"Δ: seed-pooled BLEU minus that of `{grid.baseline}` with the same norm placement and seeds; mark and p from paired bootstrap "
+        "resampling (1,000 samples) of the seed-pooled test outputs (each seed paired with the baseline's same seed; "
+        "⇑/⇓ p < 0.01, ↑/↓ p < 0.05). sacreBLEU where the corpus has raw references, else tokenized BLEU.",
+        "Speeds: training target tokens/s (fairseq's wps) and decoding target tokens/s (fairseq-generate), "
+        "mean over seeds, as ratios to the baseline's mean in the same grid"
+        + (" (CPU runs share the machine two at a time: ratios carry that noise; docs/benchmark.md measures speed "
+           "on a quiet machine)." if not grid.gpus else "."),
+    ]
+    table = markdown_table(rows, grid.baseline)
+    text = f"{caption}\n\n{table}\n" + "\n\n".join(notes) + "\n"
+    (root / "table.md").write_text(text, encoding="utf-8")
+    (root / "table.json").write_text(json.dumps({"caption": caption, "recipe": recipe_summary(grid),
+                                                 "baseline": grid.baseline, "rows": rows}, indent=1) + "\n",
+                                     encoding="utf-8")
+    if rows:
+        plot(rows, grid.baseline, root / "figure.png", caption.split(";")[0])
+    write_curves(grid, records)
+    return text
+
+
+PUBLISHED = ("table.md", "table.json", "runs.csv", "runs.json", "curves.csv", "figure.png", "curves.png")
+
+
+def publish(grid: Grid, directory: Path) -> Path:
+    """Copy the grid's result files (not its checkpoints) to DIRECTORY/LABEL."""
+    import shutil
+
+    target = Path(directory) / grid.label
+    target.mkdir(parents=True, exist_ok=True)
+    for name in PUBLISHED:
+        if (grid.root / name).is_file():
+            shutil.copyfile(grid.root / name, target / name)
+    return target
+
+
+def write_curves(grid: Grid, records: List[Dict[str, Any]]) -> None:
+    """Validation loss after every epoch of every finished run (curves.csv), and its plot (curves.png):
+    the evidence that every run stopped on a plateau, not on a budget."""
+    from ..evaluation.curves import validation_losses
+
+    lines = ["corpus,arch,norm,seed,epoch,updates,valid_loss"]
+    series: Dict[str, List[Tuple[int, float]]] = {}
+    for record in records:
+        spec = RunSpec(record["arch"], record["norm"], record["seed"])
+        log = grid.run_dir(spec) / "checkpoints" / "hydra_train.log"
+        points = [(int(e), int(u), float(loss)) for e, loss, u in _VALID.findall(log.read_text(errors="replace"))] \
+            if log.is_file() else []
+        seen = {}
+        for epoch, updates, loss in points:  # a resumed run may log an epoch twice: keep the last
+            seen[epoch] = (updates, loss)
+        for epoch in sorted(seen):
+            lines.append(f"{grid.label},{spec.arch},{spec.norm},{spec.seed},{epoch},{seen[epoch][0]},{seen[epoch][1]}")
+            series.setdefault(f"{spec.arch} ({spec.norm})", []).append((epoch, seen[epoch][1]))
+    (grid.root / "curves.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    if not series:
+        return
+    import logging
+
+    import matplotlib
+
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    for label, points in sorted(series.items()):
+        points.sort()
+        ax.plot([p[0] for p in points], [p[1] for p in points], ".", markersize=3, label=label)
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("validation loss (every seed)")
+    ax.set_title(f"{grid.label}: validation loss per epoch, every run", fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=6, ncol=2)
+    fig.tight_layout()
+    fig.savefig(grid.root / "curves.png", dpi=120)
+    plt.close(fig)
+
+
+def plot(rows: List[Dict[str, Any]], baseline: str, path: Path, title: str) -> None:
+    """BLEU (mean, error bar: sd over seeds) against the training-speed ratio to the baseline."""
+    import logging
+
+    import matplotlib
+
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)  # fairseq's logging setup lets its font search through
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    metric = "sacrebleu" if any(r["sacrebleu"] is not None for r in rows) else "tokenized_bleu"
+    for norm, marker in (("pre", "o"), ("post", "s")):
+        points = [r for r in rows if r["norm"] == norm and r[metric] is not None]
+        if not points:
+            continue
+        ax.errorbar([r["train_speed_ratio"] or 1.0 for r in points], [r[metric] for r in points],
+                    yerr=[r[f"{metric}_sd"] or 0.0 for r in points], fmt=marker, capsize=3, label=f"{norm}-norm")
+        for r in points:
+            ax.annotate(r["arch"].replace("transformer_", "") if r["arch"] != baseline else r["arch"],
+                        (r["train_speed_ratio"] or 1.0, r[metric]), fontsize=7, xytext=(3, 3),
+                        textcoords="offset points")
+    ax.set_xlabel(f"training speed relative to {baseline} (same grid)")
+    ax.set_ylabel(("sacreBLEU" if metric == "sacrebleu" else "tokenized BLEU") + " (mean ± sd over seeds)")
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def finished_specs(grid: Grid) -> List[RunSpec]:
+    """Every finished run under WORK/LABEL, this invocation's grid or an earlier one's (the same recipe and data,
+    :func:`claim_label`): ``--archs norm --norm post`` adds a column to the same table."""
+    specs = []
+    for scores in sorted(grid.root.glob(f"*/*/seed*/{EVAL_DIR}/scores.json")):
+        run_dir = scores.parent.parent
+        norm, arch, seed = run_dir.parent.parent.name, run_dir.parent.name, run_dir.name[len("seed"):]
+        if norm in NORMS and seed.isdigit():
+            specs.append(RunSpec(arch, norm, int(seed)))
+    order = {a: i for i, a in enumerate([grid.baseline] + grid.archs)}
+    return sorted(specs, key=lambda s: (NORMS.index(s.norm), order.get(s.arch, len(order)), s.arch, s.seed))
+
+
+def finished_records(grid: Grid) -> List[Dict[str, Any]]:
+    """Every finished run, read again from its files (``result.json`` is rewritten, never trusted as a cache)."""
+    return [collect_run(grid, spec) for spec in finished_specs(grid)]
+
+
+def claim_label(grid: Grid) -> None:
+    """Record the recipe and data of WORK/LABEL on first use; refuse another recipe or data-bin there, so that
+    every run of one table shares them."""
+    record = grid.root / "grid.json"
+    mine = {"recipe": grid.recipe, "data_bin": str(grid.data_bin), "train_overrides": grid.train_overrides,
+            "evaluate_flags": grid.evaluate_flags}
+    if record.is_file():
+        theirs = json.loads(record.read_text(encoding="utf-8"))
+        differ = [k for k in mine if theirs.get(k) != mine[k]]
+        if differ:
+            raise CompareError(f"{grid.root} holds runs of another setup ({', '.join(f'{k}: {theirs.get(k)!r}' for k in differ)}; "
+                               f"{record}); their table would mix recipes. Use another --label or --work")
+        return
+    grid.root.mkdir(parents=True, exist_ok=True)
+    record.write_text(json.dumps(mine, indent=1) + "\n", encoding="utf-8")
+
+
+def lowercased(data_bin: Path) -> bool:
+    from ..evaluation.evaluate import read_prep_info
+
+    return bool(read_prep_info(str(data_bin)).get("lowercased", False))
+
+
+def machine_description(gpus: int) -> str:
+    if gpus:
+        try:
+            import torch
+
+            return f"{gpus} x {torch.cuda.get_device_name(0)}, torch {torch.__version__}"
+        except Exception:
+            return f"{gpus} GPU(s)"
+    return f"{os.cpu_count()}-core CPU ({platform.machine()}), {platform.python_implementation()} {platform.python_version()}"
+
+
+# --- command line -------------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="fairseq-localness-compare", description=__doc__.split("\n\n")[0],
+                                     epilog="docs/compare.md has the recipes, the significance test and the "
+                                     "published grid.")
+    parser.add_argument("corpus", nargs="?",
+                        help="a shipped comparison corpus of configs/compare.yaml (multi30k_de_en, kftt_ja_en, "
+                        "tatoeba_zh_en); omit it and give --data and --recipe for your own")
+    parser.add_argument("--data", type=Path, help="the data-bin (default: DATA_ROOT/<corpus's data>/data-bin)")
+    parser.add_argument("--data-root", type=Path, default=Path("runs/data"), help="where data-prep wrote the corpora [runs/data]")
+    parser.add_argument("--recipe", help="a benchmark of configs/benchmark/ or a YAML file in that format "
+                        "(default: the corpus's compare_* recipe)")
+    parser.add_argument("--label", help="name of the result directory WORK/LABEL [the corpus, or the recipe's name]")
+    parser.add_argument("--archs", default="families",
+                        help="architectures: a group of configs/compare.yaml (families, papers, norm) or names, "
+                        "comma-separated [families]")
+    parser.add_argument("--baseline", default="transformer", help="the row every other is compared with [transformer]")
+    parser.add_argument("--seeds", default="3", help="a number of seeds (3: seeds 1,2,3) or a list (1,4) [3]")
+    parser.add_argument("--norm", default="pre", help="norm placement(s) for every architecture: pre, post or pre,post [pre]")
+    parser.add_argument("--work", type=Path, default=Path("runs/compare"), help="where runs and tables go [runs/compare]")
+    parser.add_argument("--jobs", type=int, default=1, help="runs trained at the same time (CPU: one thread each) [1]")
+    parser.add_argument("--gpus", type=int, default=0, help="GPUs per run (0: train on the CPU) [0]")
+    parser.add_argument("--fp16", action="store_true", help="half-precision training (needs --gpus)")
+    parser.add_argument("--train-args", default="", help="Hydra overrides for every run, one quoted string "
+                        "(e.g. 'optimization.max_epoch=2' for a smoke run)")
+    parser.add_argument("--eval-args", default="", help="more scripts/evaluate.sh options for every run, one quoted string")
+    parser.add_argument("--bootstrap-samples", type=int, default=1000, help="paired bootstrap samples [1000]")
+    parser.add_argument("--publish", type=Path,
+                        help="also copy the table, runs, figure and learning curves to PUBLISH/LABEL (e.g. docs/results)")
+    parser.add_argument("--dry-run", action="store_true", help="validate and print every run's commands; train nothing")
+    parser.add_argument("--table-only", action="store_true", help="write the table from the finished runs; train nothing")
+    from .cluster_tables import add_arguments as add_cluster_arguments
+
+    add_cluster_arguments(parser)
+    return parser
+
+
+def grid_from_args(args: argparse.Namespace) -> Grid:
+    config = load_compare_config()
+    corpora, groups = config["corpora"], config["groups"]
+    corpus = None
+    if args.corpus is not None:
+        if args.corpus not in corpora:
+            raise CompareError(f"unknown corpus {args.corpus!r}; configs/compare.yaml has {', '.join(corpora)} "
+                               "(or give --data and --recipe for your own)")
+        corpus = corpora[args.corpus]
+    elif args.data is None or args.recipe is None:
+        raise CompareError("give a shipped corpus (multi30k_de_en, kftt_ja_en, tatoeba_zh_en), or --data DATA_BIN "
+                           "and --recipe BENCHMARK_OR_YAML for your own corpus")
+    recipe = args.recipe or corpus["recipe"]
+    recipe_file = None
+    if recipe.endswith((".yaml", ".yml")):
+        recipe_file = Path(recipe).resolve()
+        if not recipe_file.is_file():
+            raise CompareError(f"--recipe {recipe}: no such file")
+        recipe = recipe_file.stem
+    elif recipe not in benchmarks():
+        raise CompareError(f"--recipe {recipe}: not a benchmark of configs/benchmark/ nor a .yaml file")
+    data = args.data or (args.data_root / corpus["data"] / "data-bin")
+    norms = [n.strip() for n in args.norm.split(",") if n.strip()]
+    bad = [n for n in norms if n not in NORMS]
+    if bad or not norms:
+        raise CompareError(f"--norm {args.norm!r}: choose pre, post or pre,post")
+    if args.jobs < 1:
+        raise CompareError("--jobs must be at least 1")
+    if args.fp16 and not args.gpus:
+        raise CompareError("--fp16 trains in half precision on GPUs: give --gpus N (on the CPU, train in fp32)")
+    evaluate_flags = list(corpus["evaluate"]) if corpus else []
+    grid = Grid(label=args.label or args.corpus or recipe, recipe=recipe, data_bin=Path(data).resolve(),
+                archs=resolve_archs(args.archs, groups), seeds=parse_seeds(args.seeds), norms=norms,
+                baseline=args.baseline, work=args.work.resolve(),
+                evaluate_flags=evaluate_flags + shlex.split(args.eval_args),
+                train_overrides=shlex.split(args.train_args), recipe_file=recipe_file, gpus=args.gpus, fp16=args.fp16)
+    if recipe_file is not None:  # what trains is the copy beside the results (the file may change later)
+        copy = grid.root / "recipe" / "benchmark" / f"{recipe}.yaml"
+        text = recipe_file.read_text(encoding="utf-8")
+        if copy.is_file() and copy.read_text(encoding="utf-8") != text:
+            raise CompareError(f"--recipe {recipe_file} differs from the recipe the runs in {grid.root} trained with "
+                               f"({copy}); use another --label or --work for a new recipe")
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        copy.write_text(text, encoding="utf-8")
+    return grid
+
+
+def cluster_plans(grid: Grid) -> List[Any]:
+    """The grid's runs as reproduce's row plans, for the Slurm submission of :mod:`.cluster_tables`."""
+    from .reproduce import RowPlan
+    from .tables import Row
+
+    plans = []
+    for spec in grid.runs():
+        run_dir = grid.run_dir(spec)
+        row = Row(paper=grid.label, table="", id=f"{spec.norm}.{spec.arch}.seed{spec.seed}", label=spec.arch,
+                  split="test", setting=grid.recipe, arch=spec.arch)
+        train = ["bash", str(SCRIPTS_DIR / "train.sh"), *train_argv(grid, spec)]
+        evaluate = ["bash", str(SCRIPTS_DIR / "evaluate.sh"), *evaluate_argv(grid, spec)]
+        plan = RowPlan(row, run_dir, grid.data_bin, train, evaluate, "sacrebleu")
+        plans.append(plan)
+    return plans
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        grid = grid_from_args(args)
+        if not args.table_only:
+            validate(grid)
+            if not args.dry_run:
+                claim_label(grid)
+    except CompareError as err:
+        print(f"fairseq-localness-compare: error: {err}", file=sys.stderr)
+        return 2
+    command = "fairseq-localness-compare " + shlex.join(argv)
+    specs = grid.runs()
+    if args.dry_run:
+        for index, spec in enumerate(specs, 1):
+            state = "finished" if grid.finished(spec) else "to run"
+            print(f"[{index}/{len(specs)}] {spec.name}: {state}")
+            print("  train:    bash scripts/train.sh " + shlex.join(train_argv(grid, spec)))
+            print("  evaluate: bash scripts/evaluate.sh " + shlex.join(evaluate_argv(grid, spec)))
+        return 0
+    failures: Dict[str, str] = {}
+    if not args.table_only:
+        args.paper, args.table = grid.label, ""
+        from .cluster_tables import cluster_table
+
+        status = cluster_table(args, grid.work, cluster_plans(grid), failures)
+        if status is None:
+            failures = run_grid(grid, args.jobs, after_each=lambda: write_table(grid, args, command, quiet=True))
+    text = write_table(grid, args, command)
+    print(text)
+    print(f"written to {grid.root}/table.md, table.json, runs.csv, runs.json, curves.csv and figure.png")
+    if args.publish:
+        print(f"published to {Path(args.publish) / grid.label}")
+    for name, error in failures.items():
+        print(f"FAILED {name}: {error}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+def write_table(grid: Grid, args: argparse.Namespace, command: str, quiet: bool = False) -> str:
+    """The table of every finished run under WORK/LABEL (and its copy under --publish)."""
+    records = finished_records(grid)
+    rows = summarize(records, grid.baseline, lowercased(grid.data_bin), args.bootstrap_samples)
+    text = write_outputs(grid, records, rows, command, machine_description(grid.gpus))
+    if args.publish:
+        publish(grid, args.publish)
+    return text
+
+
+def console_main() -> int:
+    """``fairseq-localness-compare`` entry point."""
+    return main()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,99 @@
+"""The guard every writer of a training run directory goes through before it writes anything.
+
+fairseq resumes from ``SAVE_DIR/checkpoint_last.pt`` whatever that checkpoint is. Two cases change a user's
+run directory without asking:
+
+* the directory holds **another architecture's** run: fairseq refuses to load the checkpoint, but only
+  after Hydra has rewritten ``.hydra/`` and appended the wrong model to ``hydra_train.log``;
+* the directory holds a training **further along** than the one requested (``max_update`` below the
+  checkpoint's updates): fairseq stops at once and the run is reported at the checkpoint's updates.
+
+:func:`check_run_dir` refuses both, naming what is there and how to start fresh. ``scripts/train.sh``
+(and so ``reproduce.sh`` and ``quickstart.sh``, which train through it) and the comparison command call it
+through :meth:`.launch.Launch.validate`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+
+class RunDirError(RuntimeError):
+    """A run directory that this training must not write into; the message says what is there."""
+
+
+@dataclass(frozen=True)
+class RunState:
+    """What a run directory holds: the architecture and progress of its latest checkpoint."""
+
+    arch: Optional[str]
+    num_updates: int
+    source: Path  # the file the architecture was read from
+
+
+CONFIG_RECORD = Path(".hydra") / "config.yaml"
+
+
+def read_run_state(save_dir: Path) -> Optional[RunState]:
+    """The architecture and updates of ``save_dir``'s run, or None for a directory with no run in it.
+
+    The checkpoint fairseq would resume from (``checkpoint_last.pt``) is read first; a directory with only
+    Hydra's record of a run that never reached a checkpoint is read from ``.hydra/config.yaml``.
+    """
+    save_dir = Path(save_dir)
+    last = save_dir / "checkpoint_last.pt"
+    if last.is_file():
+        return _checkpoint_state(last)
+    record = save_dir / CONFIG_RECORD
+    if record.is_file():
+        import yaml
+
+        config = yaml.safe_load(record.read_text(encoding="utf-8")) or {}
+        return RunState((config.get("model") or {}).get("_name"), 0, record)
+    return None
+
+
+def _checkpoint_state(path: Path) -> RunState:
+    import torch
+
+    from ..compat import checkpoint_safe_globals
+
+    try:
+        with torch.serialization.safe_globals(checkpoint_safe_globals()):
+            state = torch.load(path, map_location="cpu", mmap=True, weights_only=True)
+    except Exception as err:  # a truncated file, or not a checkpoint at all
+        raise RunDirError(f"{path} cannot be read as a fairseq checkpoint ({type(err).__name__}: {err}); "
+                          "move it away or choose another --save-dir") from None
+    arch = None
+    cfg = state.get("cfg")
+    if cfg is not None:
+        model = cfg.get("model") if isinstance(cfg, dict) else getattr(cfg, "model", None)
+        arch = getattr(model, "arch", None) or getattr(model, "_name", None) or \
+            (model.get("_name") if isinstance(model, dict) else None)
+    if arch is None and state.get("args") is not None:  # checkpoints of fairseq's argparse days
+        arch = getattr(state["args"], "arch", None)
+    history = state.get("optimizer_history") or [{}]
+    updates = int(history[-1].get("num_updates", 0) or 0)
+    return RunState(arch, updates, path)
+
+
+def check_run_dir(save_dir: Path, arch: str, max_update: Optional[int], fresh_hint: str = "--save-dir") -> None:
+    """Refuse (:class:`RunDirError`) a run directory that holds another architecture's run, or a run
+    further along than ``max_update`` (0 or None: no update limit). An empty or missing directory, or a
+    run of ``arch`` that this training continues, passes."""
+    state = read_run_state(Path(save_dir))
+    if state is None:
+        return
+    fresh = (f"choose another {fresh_hint}, or move {save_dir} away to start fresh; "
+             "nothing in it was changed")
+    if state.arch is not None and state.arch != arch:
+        what = f"{state.num_updates} updates" if state.source.suffix == ".pt" else "no checkpoint yet"
+        raise RunDirError(f"{save_dir} holds a run of architecture {state.arch} ({state.source.name}, {what}), "
+                          f"not {arch}: {fresh}")
+    if max_update and state.num_updates > max_update:
+        raise RunDirError(
+            f"{save_dir} holds a training at {state.num_updates} updates ({state.source.name}), further than the "
+            f"requested max_update={max_update}: fairseq would stop at once and report the {state.num_updates}-update "
+            f"model. Raise max_update to continue that training, or {fresh}")

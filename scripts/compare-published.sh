@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The published comparison grid (README "Results", docs/compare.md), in the order that makes partial results
+# useful: the first seed of every family first. Every step resumes: finished runs are never retrained, so
+# rerunning this script after an interruption continues where it stopped. Tables go to docs/results/compare/.
+#
+#   bash scripts/compare-published.sh [--jobs N]     (default 2: two single-thread runs at a time)
+set -uo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(dirname "$here")"
+cd "$repo"
+jobs=2
+[[ ${1:-} == --jobs ]] && jobs=${2:?--jobs needs a number}
+shared="$repo/../shared/data"
+publish="docs/results/compare"
+status=0
+step() { echo "==> $*"; bash "$here/compare.sh" "$@" --jobs "$jobs" --publish "$publish" || { status=1; echo "step failed: $*"; }; }
+prepare() {  # prepare DATA_NAME SCRIPT ARGS...: data-prep into runs/data/DATA_NAME unless it is there
+  local name=$1; shift
+  [[ -f runs/data/$name/data-bin/prep-info.json ]] || bash "data-prep/$1" "${@:2}" --out "runs/data/$name" || status=1
+}
+
+prepare multi30k_de_en prepare-multi30k.sh --raw-dir "$shared/multi30k/tok" --raw-ref-dir "$shared/multi30k/raw"
+step multi30k_de_en --archs families --seeds 1
+step multi30k_de_en --archs norm --norm post --seeds 1
+step multi30k_de_en --archs families --seeds 3
+step multi30k_de_en --archs norm --norm post --seeds 3
+prepare kftt_ja_en prepare-kftt.sh --raw-dir "$shared/kftt30k_cicada"
+step kftt_ja_en --archs papers --seeds 1
+prepare tatoeba_zh_en prepare-tatoeba-zh-en.sh --raw-dir "$shared/manythings_cmn_eng"
+step tatoeba_zh_en --archs papers --seeds 1
+exit $status
