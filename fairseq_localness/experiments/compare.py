@@ -218,9 +218,8 @@ def validate(grid: Grid) -> None:
         launch = launch_of(grid, spec)
         try:
             cfg = compose(grid.recipe, arch, launch.overrides, recipe_dir=launch.recipe_dir)
-        except Exception as err:  # Hydra's composition errors name the key
-            raise CompareError(f"recipe {grid.recipe} with {arch}: {str(err).splitlines()[0]} "
-                               "(a key the recipe or --train-args sets does not exist)") from None
+        except Exception as err:  # Hydra's composition errors name the key ("full_key: optimization.max_epochs")
+            raise CompareError(f"recipe {grid.recipe} with {arch}: {composition_error(err)}") from None
         model = {k: v for k, v in cfg.model.items() if k != "_name" and v is not None}
         flags = overrides_as_flags([f"model.{k}={_flag_value(v)}" for k, v in model.items()])
         error = parser_error(arch, flags)
@@ -232,6 +231,17 @@ def validate(grid: Grid) -> None:
                     launch_of(grid, RunSpec(arch, norm, seed)).validate()
                 except LaunchError as err:
                     raise CompareError(str(err)) from None
+
+
+def composition_error(err: Exception) -> str:
+    """Hydra's composition error in one sentence: the key that does not exist, where it was set."""
+    text = str(err)
+    key = re.search(r"full_key: (\S+)", text) or re.search(r"override '([^']+)'", text)
+    where = re.search(r"In '([^']+)'", text)
+    if key:
+        return (f"{key.group(1)} is not a key of fairseq's configuration"
+                + (f" (set in {where.group(1)}.yaml)" if where else " (set by an override)"))
+    return " ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
 def _flag_value(value: Any) -> str:

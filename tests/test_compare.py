@@ -1,0 +1,302 @@
+"""The comparison command (fairseq-localness-compare) and the run-directory guard that every trainer goes through.
+
+The end-to-end part trains a tiny slice (2 architectures x 2 seeds x a few updates) on the synthetic corpus with a
+recipe file of its own, checks the table's columns, the resume after an interruption, and the guard on the run
+directories it made. The significance and the statistics are checked against values computed by hand.
+"""
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from localness_testing import BIN, REPO, run  # noqa: E402
+
+from fairseq_localness.experiments import compare  # noqa: E402
+from fairseq_localness.experiments.launch import Launch, LaunchError  # noqa: E402
+
+COMPARE = [str(BIN / "python"), "-m", "fairseq_localness.experiments.compare"]
+
+#: a recipe of the user's own, in configs/benchmark/'s format: the shared optimiser, a 3+3-layer model (the methods' default layers 1-3 fit)
+RECIPE = """\
+# @package _global_
+defaults:
+  - /optim/compare_small
+  - _self_
+task:
+  _name: translation
+  data: ???
+  source_lang: src
+  target_lang: tgt
+dataset:
+  max_tokens: 1024
+  skip_invalid_size_inputs_valid_test: true
+optimization:
+  max_epoch: 2
+  max_update: 6
+lr_scheduler:
+  warmup_updates: 4
+model:
+  encoder_layers: 3
+  decoder_layers: 3
+  encoder_embed_dim: 32
+  decoder_embed_dim: 32
+  encoder_ffn_embed_dim: 64
+  decoder_ffn_embed_dim: 64
+  encoder_attention_heads: 2
+  decoder_attention_heads: 2
+  dropout: 0.1
+  share_all_embeddings: true
+"""
+
+
+def tree_digest(directory: Path) -> dict:
+    """Every file under ``directory`` with the SHA-1 of its bytes (a check that nothing changed)."""
+    return {str(p.relative_to(directory)): hashlib.sha1(p.read_bytes()).hexdigest()
+            for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+# --------------------------------------------------------------------------- statistics by hand
+
+
+def test_mean_and_sample_sd_by_hand():
+    assert compare.mean_sd([30.0, 32.0, 34.0]) == (32.0, 2.0)  # sd = sqrt((4 + 0 + 4) / 2)
+    assert compare.mean_sd([20.0]) == (20.0, None)
+    assert compare.mean_sd([]) == (None, None)
+    assert compare.mean_sd([1.0, None, 3.0]) == (2.0, pytest.approx(2 ** 0.5))
+
+
+def write_eval(directory: Path, hyps, refs) -> Path:
+    directory.mkdir(parents=True)
+    (directory / "hyp.tok.txt").write_text("".join(h + "\n" for h in hyps))
+    (directory / "ref.tok.txt").write_text("".join(r + "\n" for r in refs))
+    (directory / "scores.json").write_text(json.dumps({"target_lang": "en"}))
+    return directory
+
+
+REFS = ["the cat sat on the mat", "a dog ran in the park", "birds fly over the old town", "she reads a long book"]
+
+
+def test_pooled_bootstrap_when_every_resample_favours_the_system(tmp_path):
+    """System = references (BLEU 100) in both seeds, baseline shares no 1-gram with them (BLEU 0): every one of
+    the S resamples favours the system, so sacreBLEU's p = (0 + 1) / (S + 1) and the delta is +100."""
+    wrong = ["zz yy xx ww vv uu"] * 4
+    system = [write_eval(tmp_path / f"sys{s}", REFS, REFS) for s in (1, 2)]
+    baseline = [write_eval(tmp_path / f"base{s}", wrong, REFS) for s in (1, 2)]
+    result = compare.pooled_significance(system, baseline, lowercase=False, samples=199)["tokenized_bleu"]
+    assert result["system"] == 100.0 and result["baseline"] == 0.0 and result["delta"] == 100.0
+    assert result["p_value"] == round(1 / 200, 4)
+    assert result["mark"] == "⇑"
+    reverse = compare.pooled_significance(baseline, system, lowercase=False, samples=199)["tokenized_bleu"]
+    assert reverse["mark"] == "⇓" and reverse["delta"] == -100.0
+
+
+def test_pooled_bootstrap_of_identical_outputs_is_no_evidence(tmp_path):
+    hyps = ["the cat sat on a mat", "a dog ran in the park", "birds fly over the town", "she reads a book"]
+    system = [write_eval(tmp_path / f"sys{s}", hyps, REFS) for s in (1, 2)]
+    baseline = [write_eval(tmp_path / f"base{s}", hyps, REFS) for s in (1, 2)]
+    result = compare.pooled_significance(system, baseline, lowercase=False, samples=100)["tokenized_bleu"]
+    assert result["delta"] == 0.0 and result["p_value"] == 1.0 and result["mark"] == ""
+
+
+def test_pooled_outputs_pair_seed_k_with_seed_k(tmp_path):
+    """The pooled system is seed 1's lines then seed 2's; its BLEU is the corpus BLEU of that concatenation
+    (not the mean of the seeds' BLEUs)."""
+    from sacrebleu.metrics import BLEU
+
+    seed1 = ["the cat sat on the mat", "a dog ran", "birds fly over the old town", "she reads a long book"]
+    seed2 = ["the cat sat", "a dog ran in the park", "birds fly", "she reads a long book"]
+    system = [write_eval(tmp_path / "s1", seed1, REFS), write_eval(tmp_path / "s2", seed2, REFS)]
+    assert compare.pooled_outputs(system, "hyp.tok.txt") == seed1 + seed2
+    assert compare.pooled_outputs(system, "ref.tok.txt") == REFS + REFS
+    baseline = [write_eval(tmp_path / "b1", seed2, REFS), write_eval(tmp_path / "b2", seed1, REFS)]
+    result = compare.pooled_significance(system, baseline, lowercase=False, samples=50)["tokenized_bleu"]
+    pooled = BLEU(tokenize="none", smooth_method="none", force=True).corpus_score(seed1 + seed2, [REFS + REFS]).score
+    assert result["system"] == round(pooled, 2) == result["baseline"]  # the same lines, paired the other way
+    assert result["mark"] == ""
+
+
+def test_seeds_archs_and_norms_are_checked():
+    assert compare.parse_seeds("3") == [1, 2, 3]
+    assert compare.parse_seeds("1,5") == [1, 5]
+    for bad in ("0", "a", "2,2"):
+        with pytest.raises(compare.CompareError, match="--seeds"):
+            compare.parse_seeds(bad)
+    groups = compare.load_compare_config()["groups"]
+    assert len(groups["families"]) == 17 and groups["families"][0] == "transformer"
+    assert compare.resolve_archs("papers,transformer_sman", groups)[-1] == "transformer_sman"
+    with pytest.raises(compare.CompareError, match="unknown architecture.*transformer_gausian"):
+        compare.resolve_archs("transformer,transformer_gausian", groups)
+
+
+def test_norm_placement_is_the_same_switch_for_every_architecture():
+    assert compare.norm_overrides("transformer", "pre") == [
+        "model.encoder_normalize_before=true", "model.decoder_normalize_before=true"]
+    # the MAN layers have their own switch, which sets the same two flags (layers/man.py, apply_man_norm)
+    assert compare.norm_overrides("transformer_dman", "post")[-1] == "model.man_norm=post"
+
+
+def test_every_family_trains_with_the_recipe(tmp_path):
+    """Every architecture of the 'families' group composes with the Multi30k recipe and fairseq accepts its flags
+    (what validate() checks before anything trains)."""
+    data = tmp_path / "data-bin"
+    data.mkdir()
+    (data / "dict.de.txt").write_text("a 1\n")
+    (data / "test.de-en.de.idx").write_text("")
+    args = compare.build_parser().parse_args(["multi30k_de_en", "--data", str(data), "--seeds", "1",
+                                              "--work", str(tmp_path / "w")])
+    grid = compare.grid_from_args(args)
+    assert len(grid.archs) == 17
+    compare.validate(grid)
+    assert not (tmp_path / "w").exists()  # validation writes nothing
+
+
+# --------------------------------------------------------------------------- bad input, before anything trains
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["multi30k", "--seeds", "1"], "unknown corpus 'multi30k'"),
+    (["--archs", "transformer"], "give a shipped corpus"),
+    (["multi30k_de_en", "--archs", "transformer,transformer_dmann"], "unknown architecture"),
+    (["multi30k_de_en", "--data", "/nonexistent/data-bin"], "--data /nonexistent/data-bin: no such directory"),
+    (["multi30k_de_en", "--fp16"], "--fp16 .* --gpus"),
+    (["multi30k_de_en", "--norm", "middle"], "--norm 'middle'"),
+    (["multi30k_de_en", "--recipe", "nonexistent.yaml"], "--recipe nonexistent.yaml: no such file"),
+])
+def test_bad_input_is_named_with_exit_code_2(argv, message, tmp_path):
+    proc = run(COMPARE + argv + ["--work", str(tmp_path)], check=False)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    import re
+
+    assert re.search(message, proc.stderr), proc.stderr[-2000:]
+    assert not any(tmp_path.iterdir())
+
+
+def test_a_recipe_key_that_does_not_exist_is_refused(tiny_data_bin, tmp_path):
+    recipe = tmp_path / "mine.yaml"
+    recipe.write_text(RECIPE.replace("  max_epoch: 2", "  max_epoch: 2\n  max_epochs: 3"))
+    proc = run(COMPARE + ["--data", str(tiny_data_bin), "--recipe", str(recipe), "--archs", "transformer",
+                          "--seeds", "1", "--work", str(tmp_path / "w")], check=False)
+    assert proc.returncode == 2 and "max_epochs" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    model = tmp_path / "model.yaml"
+    model.write_text(RECIPE.replace("  dropout: 0.1", "  dropout: 0.1\n  encoder_embed_dimm: 8"))
+    proc = run(COMPARE + ["--data", str(tiny_data_bin), "--recipe", str(model), "--archs", "transformer",
+                          "--seeds", "1", "--work", str(tmp_path / "w2")], check=False)
+    assert proc.returncode == 2 and "encoder-embed-dimm" in proc.stderr, proc.stderr[-2000:]
+
+
+# --------------------------------------------------------------------------- the tiny grid, end to end
+
+
+@pytest.fixture(scope="module")
+def tiny_grid(tiny_data_bin, tmp_path_factory):
+    root = tmp_path_factory.mktemp("compare")
+    recipe = root / "tiny_recipe.yaml"
+    recipe.write_text(RECIPE)
+    argv = ["--data", str(tiny_data_bin), "--recipe", str(recipe), "--label", "tiny", "--archs",
+            "transformer,transformer_gaussian_local", "--seeds", "2", "--work", str(root / "work"), "--jobs", "2",
+            "--eval-args", "--beam 2 --max-len-b 20", "--bootstrap-samples", "100", "--publish", str(root / "published")]
+    first = run(COMPARE + argv)
+    return root, argv, first
+
+
+def test_tiny_grid_table_columns_and_files(tiny_grid):
+    root, _, first = tiny_grid
+    out = root / "work" / "tiny"
+    assert "[4/4] transformer_gaussian_local (pre-norm, seed 2)" in first.stdout
+    for name in ("table.md", "table.json", "runs.csv", "runs.json", "figure.png", "curves.csv", "curves.png"):
+        assert (out / name).is_file(), name
+        assert (root / "published" / "tiny" / name).read_bytes() == (out / name).read_bytes()
+    table = (out / "table.md").read_text()
+    header = table.split("\n")[2]
+    assert header.startswith("| architecture | norm | seeds | sacreBLEU | tokenized BLEU | chrF | Δ sacreBLEU vs baseline")
+    assert "training speed | decoding speed | epochs |" in header
+    assert "measured" in table and "command: `fairseq-localness-compare" in table and "pre-norm for every architecture" in table
+    rows = json.loads((out / "table.json").read_text())["rows"]
+    assert [(r["arch"], r["seeds"]) for r in rows] == [("transformer", [1, 2]), ("transformer_gaussian_local", [1, 2])]
+    assert rows[0]["train_speed_ratio"] == 1.0 and rows[1]["train_speed_ratio"] > 0
+    assert rows[1]["significance_seeds"] == [1, 2] and "tokenized_bleu" in rows[1]["significance"]
+    assert rows[1]["params"] > rows[0]["params"]  # the Gaussian predictors
+    runs = json.loads((out / "runs.json").read_text())
+    assert len(runs) == 4 and {r["updates"] for r in runs} == {6}
+    assert all(r["decode_tokens_per_s"] for r in runs)
+    # every run trained with the same recipe and its own seed: the composed configs differ in the seed only
+    configs = [(out / "pre" / a / f"seed{s}" / "checkpoints" / ".hydra" / "config.yaml").read_text()
+               for a in ("transformer", "transformer_gaussian_local") for s in (1, 2)]
+    assert all("max_update: 6" in c and "encoder_normalize_before: true" in c for c in configs)
+
+
+def test_tiny_grid_resumes_without_retraining(tiny_grid):
+    """An interrupted run (checkpoint, no evaluation) continues; the finished runs are not touched."""
+    root, argv, _ = tiny_grid
+    out = root / "work" / "tiny" / "pre"
+    interrupted = out / "transformer_gaussian_local" / "seed2"
+    import shutil
+
+    shutil.rmtree(interrupted / "eval-test")
+    (interrupted / "trained").unlink()
+    finished = {d: tree_digest(d / "checkpoints") for d in (out / "transformer" / "seed1", out / "transformer" / "seed2",
+                                                           out / "transformer_gaussian_local" / "seed1")}
+    second = run(COMPARE + argv)
+    assert second.stdout.count("finished earlier, not retrained") == 3
+    assert "transformer_gaussian_local (pre-norm, seed 2): resuming from checkpoint_last.pt" in second.stdout
+    assert (interrupted / "eval-test" / "scores.json").is_file()
+    for directory, digest in finished.items():
+        assert tree_digest(directory / "checkpoints") == digest
+
+
+def test_another_setup_in_the_same_label_is_refused(tiny_grid, tmp_path):
+    root, argv, _ = tiny_grid
+    other = list(argv)
+    other[other.index("--eval-args") + 1] = "--beam 3"
+    proc = run(COMPARE + other, check=False)
+    assert proc.returncode == 2 and "holds runs of another setup" in proc.stderr, proc.stderr[-2000:]
+
+
+# --------------------------------------------------------------------------- the run-directory guard
+
+
+def test_guard_refuses_another_architectures_run_dir(tiny_grid, tiny_data_bin):
+    """train.sh with another architecture's run dir: refused before anything is written (no .hydra rewrite,
+    no line appended to hydra_train.log)."""
+    root, _, _ = tiny_grid
+    save_dir = root / "work" / "tiny" / "pre" / "transformer" / "seed1" / "checkpoints"
+    before = tree_digest(save_dir)
+    proc = run(["bash", str(REPO / "scripts" / "train.sh"), "sample_zh_en_tiny", "transformer_gaussian_local",
+                "--data", str(tiny_data_bin), "--save-dir", str(save_dir)], check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "holds a run of architecture transformer" in proc.stderr and "not transformer_gaussian_local" in proc.stderr
+    assert "--save-dir" in proc.stderr
+    assert tree_digest(save_dir) == before
+
+
+def test_guard_refuses_a_training_further_along(tiny_grid, tiny_data_bin):
+    root, _, _ = tiny_grid
+    save_dir = root / "work" / "tiny" / "pre" / "transformer" / "seed2" / "checkpoints"
+    before = tree_digest(save_dir)
+    proc = run(["bash", str(REPO / "scripts" / "train.sh"), "sample_zh_en_tiny", "transformer", "--data",
+                str(tiny_data_bin), "--save-dir", str(save_dir), "optimization.max_update=2"], check=False)
+    assert proc.returncode == 2
+    assert "holds a training at 6 updates" in proc.stderr and "max_update=2" in proc.stderr
+    assert tree_digest(save_dir) == before
+    # the same architecture with a larger budget continues it: allowed
+    Launch("sample_zh_en_tiny", "transformer", data=str(tiny_data_bin), save_dir=str(save_dir),
+           overrides=["optimization.max_update=10"]).validate()
+
+
+def test_guard_reads_a_run_that_never_reached_a_checkpoint(tmp_path, tiny_data_bin):
+    save_dir = tmp_path / "run"
+    (save_dir / ".hydra").mkdir(parents=True)
+    (save_dir / ".hydra" / "config.yaml").write_text("model:\n  _name: transformer_dman\n")
+    with pytest.raises(LaunchError, match="architecture transformer_dman .*no checkpoint yet"):
+        Launch("sample_zh_en_tiny", "transformer", data=str(tiny_data_bin), save_dir=str(save_dir)).validate()
+    (save_dir / "checkpoint_last.pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(LaunchError, match="cannot be read as a fairseq checkpoint"):
+        Launch("sample_zh_en_tiny", "transformer", data=str(tiny_data_bin), save_dir=str(save_dir)).validate()
+
