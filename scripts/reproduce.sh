@@ -6,7 +6,8 @@
 #        [--tables FILE] [--gpu-hours] [--slurm ...]
 #
 # PAPER TABLE: yang2018 1-5, yang2019 1-2, xu2019 1-4, nguyen2020 1-6, fan2021 1-4 (Fan 2 is summarization:
-# docs/summarization.md).
+# docs/summarization.md); the sweep figures, trained like tables: yang2019 fig2, xu2019 fig2
+# (configs/paper_sweeps.yaml).
 # Rows, recipes, scoring and published numbers: configs/paper_tables.yaml. Resumable: finished rows are not rerun.
 # Writes WORK/PAPER/tableT.{md,csv,json}. See docs/reproduce.md.
 set -euo pipefail

@@ -78,6 +78,23 @@ def test_readme_is_short_and_keeps_the_ci_commands():
     assert "pytest" in re.search(r"<!-- test-command -->\n```\n(.+?)\n```", text(README), re.S).group(1)
 
 
+def test_readme_results_match_their_files():
+    """The README's comparison tables are the published result files, as compare_readme renders them."""
+    from fairseq_localness.experiments import compare_readme
+
+    section = re.search(r"<!-- compare-results -->\n(.*?)\n<!-- /compare-results -->", text(README), re.S)
+    assert section, "README.md needs the <!-- compare-results --> section"
+    assert section.group(1) == compare_readme.render(), \
+        "README.md's results differ from docs/results/compare/: run python -m fairseq_localness.experiments.compare_readme"
+    for label, _ in compare_readme.CORPORA:
+        table = compare_readme.RESULTS / label / "table.md"
+        if table.is_file():  # each published table is the table.json beside it, as the command writes both
+            import json
+
+            rows = json.loads((table.parent / "table.json").read_text())["rows"]
+            assert all(f"| `{row['arch']}` | {row['norm']} | {len(row['seeds'])} |" in table.read_text() for row in rows)
+
+
 # ---------------------------------------------------------------------------------------------------- links
 
 

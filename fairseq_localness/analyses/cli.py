@@ -290,7 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("list", help="the analyses and the paper figure each reproduces")
     for name, analysis in ANALYSES.items():
         sub = commands.add_parser(name, help=f"{analysis.help} ({analysis.paper})")
-        sub.add_argument("--out", default="analyses", help="output directory (default: ./analyses)")
+        sub.add_argument("--out", default="runs/analyses", help="output directory (default: runs/analyses, which git ignores)")
         sub.add_argument("--name", default=name, help=f"output file stem (default: {name})")
         sub.add_argument("--overwrite", action="store_true", help="replace existing outputs")
         if analysis.needs_checkpoint:

@@ -19,11 +19,21 @@ from .specs import (
 from .interleaved import format_rounds, run_interleaved
 from .worker import worker_main
 
+class DefaultsOnceFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Adds "(default: X)" only where the help text does not already say the default and there is one."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if "default" in text or action.default in (None, False, argparse.SUPPRESS):
+            return text
+        return super()._get_help_string(action)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         description="Training/decoding speed and peak memory of fairseq translation "
                     "architectures, relative to the plain transformer of the same size.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        formatter_class=DefaultsOnceFormatter)
     p.add_argument("--archs", help="comma-separated architectures, each optionally "
                    "ARCH@key=val,key=val with fairseq option overrides")
     p.add_argument("--seq-lens", default="64,256",

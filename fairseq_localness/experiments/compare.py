@@ -97,6 +97,7 @@ class Grid:
     recipe_file: Optional[Path] = None  # --recipe FILE.yaml (its copy in WORK/<label>/recipe/ is what trains)
     gpus: int = 0
     fp16: bool = False
+    prepare: Optional[str] = None  # the corpus's data-prep command, for the error when its data-bin is missing
 
     @property
     def root(self) -> Path:
@@ -205,7 +206,8 @@ def validate(grid: Grid) -> None:
     from .tables import overrides_as_flags
 
     if not grid.data_bin.is_dir():
-        raise CompareError(f"--data {grid.data_bin}: no such directory (prepare it with data-prep/, see docs/compare.md)")
+        hint = f"; prepare it with: {grid.prepare}" if grid.prepare else " (prepare it with data-prep/, see docs/compare.md)"
+        raise CompareError(f"--data {grid.data_bin}: no such directory{hint}")
     if not has_test_split(grid.data_bin):
         raise CompareError(f"--data {grid.data_bin}: not a fairseq-preprocess output with a test split "
                            "(dict.*.txt and test.*.idx)")
@@ -320,15 +322,18 @@ def run_one(grid: Grid, spec: RunSpec, index: int, progress: Progress) -> Option
             return str(err)
         resumed = (run_dir / "checkpoints" / "checkpoint_last.pt").exists()
         progress.say(f"{tag}: {'resuming from checkpoint_last.pt' if resumed else 'training'}")
-        state = {"updates": 0}
+        state: Dict[str, Any] = {"first": None}  # (updates, time) of the first log line: a resumed run starts late
 
         def on_line(line: str) -> None:
             match = _INNER.search(line)
             if match:
-                state["updates"] = int(match.group(2))
-                if state["updates"] % 200 == 0:
-                    rate = state["updates"] / max(time.time() - start, 1e-6)
-                    progress.say(f"{tag}: epoch {match.group(1)}, update {state['updates']} ({rate:.2f} updates/s)")
+                updates = int(match.group(2))
+                if state["first"] is None:
+                    state["first"] = (updates, time.time())
+                if updates % 200 == 0:
+                    first_updates, first_time = state["first"]
+                    rate = (updates - first_updates) / max(time.time() - first_time, 1e-6)
+                    progress.say(f"{tag}: epoch {match.group(1)}, update {updates} ({rate:.2f} updates/s)")
             match = _VALID.search(line)
             if match:
                 best = re.search(r"best_loss ([\d.]+)", line)
@@ -827,7 +832,8 @@ def grid_from_args(args: argparse.Namespace) -> Grid:
                 archs=resolve_archs(args.archs, groups), seeds=parse_seeds(args.seeds), norms=norms,
                 baseline=args.baseline, work=args.work.resolve(),
                 evaluate_flags=evaluate_flags + shlex.split(args.eval_args),
-                train_overrides=shlex.split(args.train_args), recipe_file=recipe_file, gpus=args.gpus, fp16=args.fp16)
+                train_overrides=shlex.split(args.train_args), recipe_file=recipe_file, gpus=args.gpus, fp16=args.fp16,
+                prepare=corpus["prepare"].replace("DATA_ROOT", str(args.data_root)) if corpus and not args.data else None)
     if recipe_file is not None:  # what trains is the copy beside the results (the file may change later)
         copy = grid.root / "recipe" / "benchmark" / f"{recipe}.yaml"
         text = recipe_file.read_text(encoding="utf-8")

@@ -94,22 +94,21 @@ def compare_main(argv: Sequence[str]) -> int:
         rows.append((name, run, scores))
     lines = ["| model | sacreBLEU | chrF | tokenized BLEU | parameters | training speed (words/s) | updates |",
              "|---|---|---|---|---|---|---|"]
-    base_wps = rows[0][1]["train_wps"] if rows else None
     for name, run, scores in rows:
         sacre = (scores.get("sacrebleu") or {}).get("score")
         mark = ((scores.get("significance") or {}).get("sacrebleu") or {}).get("mark", "")
         tok = (scores.get("tokenized_bleu") or {}).get("score")
         chrf = (scores.get("chrf") or {}).get("score")
         wps = run["train_wps"]
-        ratio = f" ({wps / base_wps:.2f}x)" if wps and base_wps and name != rows[0][0] else ""
         lines.append(
             f"| {name} | {_num(sacre)}{(' ' + mark) if mark else ''} | {_num(chrf)} | {_num(tok)} "
             f"| {_params(run['params'])} "
-            f"| {_num(wps, 0)}{ratio} | {run['updates'] or 'n/a'} |"
+            f"| {_num(wps, 0)} | {run['updates'] or 'n/a'} |"
         )
     signature = next(((s.get("sacrebleu") or {}).get("signature") for _, _, s in rows if s.get("sacrebleu")), None)
     notes = ["", "sacreBLEU/chrF on detokenized output (↑/⇑: better than the first row, paired bootstrap "
-             "p < 0.05/0.01); words/s: fairseq's wps (target subword tokens per second), mean over training."]
+             "p < 0.05/0.01); words/s: fairseq's wps (target subword tokens per second), mean over training, under whatever "
+             "else ran on the machine at the time: not a speed comparison (docs/benchmark.md measures that)."]
     if signature:
         notes.append(f"sacreBLEU signature: {signature}")
     table = "\n".join(lines + notes) + "\n"
