@@ -29,6 +29,10 @@ fi
 SCRIPT_NAME=$(basename "$0")
 
 RAW_DIR="" OUT_DIR="" BPE_TOOL=subword-nmt FORCE=0 WORKERS=1
+# the training corpus, recorded in data-bin/prep-info.json ("corpus"): a script names its variants (e.g.
+# wmt17-zh-en-all vs wmt17-zh-en-nc-v12); scripts/reproduce.sh refuses a paper table whose data is not the
+# corpus its evaluation entry names (configs/paper_tables.yaml, `corpus`)
+CORPUS=${SCRIPT_NAME%.sh}; CORPUS=${CORPUS#prepare-}
 STEP_NO=0 STEP_NAME="start"
 declare -A FILE_OF=()    # input name (archive member or file) -> path on disk
 PENDING=()               # "archive|url|member" still to extract or download
@@ -296,15 +300,18 @@ detok_ref_name() {
 finish() {
     step "Summary"
     prep checks report "$OUT_DIR" "$SRC" "$TGT"
-    # read by scripts/evaluate.sh for its defaults (BPE type, target language, casing, reference)
+    # read by scripts/evaluate.sh for its defaults (BPE type, target language, casing, reference) and by
+    # scripts/reproduce.sh (corpus: the training data's name; train_pairs: its sentence pairs after cleaning)
     "$PY" -c 'import json, sys
-keys = ("script", "src", "tgt", "bpe", "lowercased", "compound_split", "tok_ref", "detok_ref")
+keys = ("script", "src", "tgt", "bpe", "lowercased", "compound_split", "tok_ref", "detok_ref", "corpus", "train_pairs")
 info = dict(zip(keys, sys.argv[1:]))
 info["lowercased"], info["compound_split"] = info["lowercased"] == "1", info["compound_split"] == "1"
 info["detok_ref"] = info["detok_ref"] or None
+info["train_pairs"] = int(info["train_pairs"])
 json.dump(info, open(sys.argv[-1], "w"), indent=1)' "$SCRIPT_NAME" "$SRC" "$TGT" "${BPE_TOOL/-/_}" \
         "${LOWERCASED:-0}" "${COMPOUND_SPLIT:-0}" "../tok/test.$TGT" \
-        "$(detok_ref_name)" "$OUT_DIR/data-bin/prep-info.json"
+        "$(detok_ref_name)" "$CORPUS" "$(wc -l < "$OUT_DIR/train.$SRC")" "$OUT_DIR/data-bin/prep-info.json"
+    note "corpus: $CORPUS, $(wc -l < "$OUT_DIR/train.$SRC") training pairs (data-bin/prep-info.json)"
     printf '%s %s | %s\n' "$SCRIPT_NAME" "$(date '+%F %T')" "$QUOTED_ARGS" > "$OUT_DIR/.prep-done"
     rm -f "$OUT_DIR/.prep-started"
     printf '\nDone: %s\n  train:    fairseq-train %s --user-dir %s ...\n  evaluate: bash %s CHECKPOINT_DIR %s\n' \
@@ -338,8 +345,13 @@ lm_binarize() {
         --destdir "$OUT_DIR/data-bin" --workers "$WORKERS"
 }
 
-# lm_finish : sizes (sentences, tokens, <unk> rates from fairseq-preprocess; vocabulary), mark the run finished
+# lm_finish : sizes (sentences, tokens, <unk> rates from fairseq-preprocess; vocabulary), data-bin/prep-info.json
+# (script, corpus, train_sentences), mark the run finished
 lm_finish() {
+    "$PY" -c 'import json, sys
+json.dump({"script": sys.argv[1], "corpus": sys.argv[2], "train_sentences": int(sys.argv[3])}, open(sys.argv[4], "w"),
+          indent=1)' "$SCRIPT_NAME" "$CORPUS" "$(wc -l < "$TOK/train.txt")" "$OUT_DIR/data-bin/prep-info.json"
+    note "corpus: $CORPUS, $(wc -l < "$TOK/train.txt") training sentences (data-bin/prep-info.json)"
     # fairseq-preprocess's own counts: tokens include one </s> a sentence
     grep -o '[^/]*\.txt: [0-9]* sents, [0-9]* tokens, [0-9.]*% replaced' "$TMP/preprocess.log" \
         | sed 's/^/    /; s/replaced$/replaced by <unk>/' || true

@@ -51,6 +51,8 @@ script_option() {
 }
 
 parse_args "$@"
+# the training data's name in data-bin/prep-info.json: all 99 training shards, or the partial run
+((MAX_TRAIN_SHARDS == 99)) && CORPUS=1bw || CORPUS=1bw-shards-1-$MAX_TRAIN_SHARDS
 [[ -n $RAW_DIR ]] || die "--raw-dir DIR is required: the extracted 1-billion-word-language-modeling-benchmark-r13output
 folder (from $URL)"
 require_modules fairseq_cli

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# WAT17 Japanese->English on ASPEC-JE as in Yang et al. (2018), following Morishita et al. (2017):
-# the first two training sections (train-1.txt, train-2.txt; ~2M pairs), dev.txt as valid,
-# test.txt as test. Japanese is segmented with MeCab/UniDic-lite through fugashi (the papers
-# used KyTea, whose model is not on PyPI), English Moses-tokenised; BPE with 32k merges.
+# WAT17 Japanese->English on ASPEC-JE as in Yang et al. (2019) Sec. 5 and Xu et al. (2019) Sec. 4, both
+# following Morishita et al. (2017): the first two training sections (train-1.txt, train-2.txt; "2M
+# sentence pairs"), dev.txt as valid, test.txt as test. Neither paper states a length limit, and neither
+# release (baosongyang/Context-Aware-SAN, scewiner/Leveraging) has a data script: every training pair is
+# kept by default (only pairs with an empty side are dropped, our choice); --max-len N filters (recorded
+# as another corpus). Japanese is segmented with MeCab/UniDic-lite through fugashi (the papers used
+# KyTea, whose model is not on PyPI), English Moses-tokenised; BPE with 32k merges (both papers).
 # ASPEC is licensed: the script only reads the user's copy (--raw-dir).
 set -Eeuo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 SRC=ja TGT=en BPE_TOKENS=32000 JOINED=0
-MAX_LEN=50 RATIO=9
+MAX_LEN=0 RATIO=9
 ASPEC_URL=https://jipsti.jst.go.jp/aspec/
 FILES=(train/train-1.txt train/train-2.txt dev/dev.txt test/test.txt)
 
@@ -29,7 +32,10 @@ this script: --raw-dir must be your ASPEC-JE directory (or its parent), holding
 Lines are 'SCORE ||| DOC ||| SENT ||| JA ||| EN' (train) and 'DOC ||| SENT ||| JA ||| EN' (dev/test).
 
 Script options:
-  --max-len N   drop training pairs with a side longer than N tokens [$MAX_LEN]
+  --max-len N   drop training pairs with a side longer than N tokens, or more than $RATIO times longer
+                than the other side [default: keep every pair with two non-empty sides; Yang et al.
+                2019 and Xu et al. 2019 state no limit]. Recorded as aspec-je-train-1-2-maxlenN, not
+                the papers' corpus (aspec-je-train-1-2).
 
 EOF
     common_usage
@@ -41,6 +47,8 @@ Request it at $ASPEC_URL, unpack it, and rerun with --raw-dir pointing to the AS
 (the one holding ${FILES[*]})."
 [[ -d $RAW_DIR/ASPEC-JE ]] && RAW_DIR=$RAW_DIR/ASPEC-JE
 require_modules sacremoses fugashi unidic_lite subword_nmt fairseq_cli
+CORPUS=aspec-je-train-1-2
+((MAX_LEN == 0)) || CORPUS+=-maxlen$MAX_LEN
 prepare_out_dir
 
 step "Inputs"
@@ -59,8 +67,13 @@ prep tokenize tok --workers "$WORKERS" \
     --job $SRC "$RAWTXT/valid.$SRC" "$TOK/valid.$SRC" --job $TGT "$RAWTXT/valid.$TGT" "$TOK/valid.$TGT" \
     --job $SRC "$RAWTXT/test.$SRC" "$TOK/test.$SRC" --job $TGT "$RAWTXT/test.$TGT" "$TOK/test.$TGT"
 
-step "Clean training data (1..$MAX_LEN tokens, ratio $RATIO)"
-prep clean --ratio $RATIO --min 1 --max "$MAX_LEN" "$TMP/train.tok" $SRC $TGT "$TOK/train"
+if ((MAX_LEN)); then
+    step "Clean training data (1..$MAX_LEN tokens, ratio $RATIO)"
+    prep clean --ratio $RATIO --min 1 --max "$MAX_LEN" "$TMP/train.tok" $SRC $TGT "$TOK/train"
+else
+    step "Clean training data (pairs with an empty side only: the papers state no length limit)"
+    prep clean --ratio inf --min 1 --max 1000000000 "$TMP/train.tok" $SRC $TGT "$TOK/train"
+fi
 
 step "BPE ($BPE_TOOL, $BPE_TOKENS)"
 bpe_all "$TOK" "$OUT_DIR"

@@ -47,6 +47,8 @@ EOF
 }
 
 parse_args "$@"
+# the training data's name in data-bin/prep-info.json
+if ((STANFORD)); then CORPUS=wmt14-en-de-stanford; elif ((ICML17)); then CORPUS=wmt14-en-de-nc-v9; else CORPUS=wmt14-en-de; fi
 ((STANFORD && ICML17)) && die "--stanford and --icml17 exclude each other"
 if ((ICML17)); then
     NC=news-commentary-v9 NC_ARCHIVE=training-parallel-nc-v9.tgz

@@ -18,6 +18,10 @@ ve-fairseq 0.12.3 also drops sentences when batching (see
 :func:`keep_last_batch`), ``--diverse-beam-groups`` crashes (see
 :func:`fix_diverse_beam_search`) and ``--no-repeat-ngram-size`` blocks
 nothing on the CPU (see :func:`fix_no_repeat_ngram`).
+
+Code that imports the package and then hands fairseq ``--user-dir`` (the
+compare grid, the analyses, probing) no longer makes fairseq log
+"``--user-dir=... has already been imported``" (see :func:`mark_user_dir_imported`).
 """
 
 from __future__ import annotations
@@ -215,6 +219,26 @@ def numpy2_compat_long() -> None:
         np.compat = argparse.Namespace(long=np.int64)  # numpy 1's np.compat.long was int: int64 here
 
 
+def mark_user_dir_imported() -> None:
+    """Tell fairseq that this package, as a ``--user-dir``, is imported (it is: this runs on its import).
+
+    ``fairseq.utils.import_user_module`` keeps the user directories it has handled in its ``memo`` and logs
+    "``--user-dir=DIR has already been imported.``" at INFO when asked for a directory whose module is in
+    ``sys.modules`` but not in ``memo``: every process that imports ``fairseq_localness`` itself and then
+    parses ``--user-dir`` (the compare grid's flag checks, the analyses, probing) printed it. Recording
+    this package's directory in ``memo`` makes fairseq skip the directory silently, as it does for a
+    directory it imported itself; another directory (another copy of the plugin) is handled as before.
+    The package has no ``tasks/`` or ``models/`` folder, so nothing else is skipped.
+    """
+    import os
+
+    from fairseq import utils
+
+    memo = getattr(utils.import_user_module, "memo", set())
+    memo.add(os.path.dirname(os.path.abspath(__file__)))
+    utils.import_user_module.memo = memo
+
+
 def apply() -> None:
     """Idempotently apply every fix."""
     global _applied
@@ -229,4 +253,5 @@ def apply() -> None:
     fix_diverse_beam_search()
     fix_no_repeat_ngram()
     numpy2_compat_long()
+    mark_user_dir_imported()
     _applied = True

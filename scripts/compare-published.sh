@@ -28,4 +28,6 @@ prepare kftt_ja_en prepare-kftt.sh --raw-dir "$shared/kftt30k_cicada"
 step kftt_ja_en --archs papers --seeds 1
 prepare tatoeba_zh_en prepare-tatoeba-zh-en.sh --raw-dir "$shared/manythings_cmn_eng"
 step tatoeba_zh_en --archs papers --seeds 1
+prepare europarl_len_de_en prepare-europarl-length.sh --raw-dir "$shared/wmt14_ende/raw_sample_simt"
+step europarl_len_de_en --archs extrapolation --seeds 1
 exit $status

@@ -1,9 +1,9 @@
 #!/usr/bin/env python
-"""Thin door into :mod:`fairseq_localness.experiments.launch` (also installed as ``fairseq-localness-launch``)."""
+"""Thin door into :mod:`fairseq_localness.experiments.train_cli` (also installed as ``fairseq-localness-launch``)."""
 
 import sys
 
-from fairseq_localness.experiments.launch import main
+from fairseq_localness.experiments.train_cli import main
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

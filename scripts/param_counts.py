@@ -28,11 +28,18 @@ def main() -> None:
     parser.add_argument("--sizes", default="base,big", help=f"comma-separated sizes from {', '.join(SIZES)}")
     parser.add_argument("--recipe", default="wmt14", choices=sorted(RECIPE_VOCABULARIES))
     parser.add_argument("--extra", default="", help="extra flags for every model, e.g. '--gaussian-window layer'")
+    parser.add_argument("--exact", action="store_true",
+                        help="print exact counts (integers) rather than millions: for methods adding a few hundred")
     args = parser.parse_args()
     logging.disable(logging.WARNING)
 
     extra = args.extra.split()
     print(f"{'architecture':45s} {'params':>12s} {'baseline':>12s} {'delta':>10s}")
+
+    def show(count: int, signed: bool = False) -> str:
+        if args.exact:
+            return f"{count:+10,d}" if signed else f"{count:12,d}"
+        return f"{count / 1e6:+9.3f}M" if signed else f"{count / 1e6:11.2f}M"
     for size in args.sizes.split(","):
         if size not in SIZES:
             parser.error(f"unknown size {size!r}; choose from {', '.join(SIZES)}")
@@ -40,7 +47,7 @@ def main() -> None:
         base = count_parameters(recipe_model(baseline, args.recipe))
         for arch in args.archs.split(","):
             params = count_parameters(recipe_model(arch + suffix, args.recipe, extra))
-            print(f"{arch + suffix:45s} {params / 1e6:11.2f}M {base / 1e6:11.2f}M {(params - base) / 1e6:+9.3f}M")
+            print(f"{arch + suffix:45s} {show(params)} {show(base)} {show(params - base, signed=True)}")
 
 
 if __name__ == "__main__":

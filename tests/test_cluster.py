@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from fairseq_localness.experiments import cluster, launch, reproduce
+from fairseq_localness.experiments import cluster, launch, reproduce, train_cli
 from fairseq_localness.experiments.cluster_jobs import TrainJob
 
 pytest.importorskip("submitit")
@@ -70,7 +70,7 @@ def test_sbatch_file_of_a_training_job_field_by_field(tmp_path, benchmark, arch,
             "--nodes", str(nodes), "--gpus-per-node", str(gpus), "--time", "2-00:00:00", "--account", "nmt",
             "--constraint", "a100", "--sbatch-extra", "qos=high", "--slurm-setup", "module load cuda", "--dry-run"]
     args += ["--max-tokens", str(max_tokens)] if max_tokens else []
-    code, out, err = call(launch.train_main, *args)
+    code, out, err = call(train_cli.train_main, *args)
     assert code == 0, err
     tokens = max_tokens or 4096
     assert f"= {nodes * gpus} GPU(s) x {tokens} tokens x update_freq {update_freq}" in out
@@ -116,7 +116,7 @@ def test_each_node_of_a_job_runs_its_rank_with_the_papers_batch(monkeypatch, ben
 
 
 def test_several_nodes_without_slurm_print_every_nodes_command():
-    code, out, err = call(launch.train_main, "wmt14_en_de_base", "transformer_wmt_en_de", "--data", "/d",
+    code, out, err = call(train_cli.train_main, "wmt14_en_de_base", "transformer_wmt_en_de", "--data", "/d",
                           "--gpus", "8", "--nodes", "2", "--max-tokens", "2048", "--master-addr", "10.0.0.1",
                           "--master-port", "29500", "--dry-run")
     assert code == 0, err
@@ -135,7 +135,7 @@ def test_several_nodes_without_slurm_print_every_nodes_command():
 
 
 def test_hydra_launcher_command_keeps_the_batch_and_passes_the_resources():
-    code, out, err = call(launch.train_main, "fan2021_wmt14_en_de_big", "transformer_wmt_en_de_big", "--data", "/d",
+    code, out, err = call(train_cli.train_main, "fan2021_wmt14_en_de_big", "transformer_wmt_en_de_big", "--data", "/d",
                           "--save-dir", "/s", "--slurm", "--hydra-launcher", "--nodes", "4", "--gpus-per-node", "8",
                           "--time", "24:00:00", "--partition", "gpu", "--sbatch-extra", "qos=high", "--dry-run")
     assert code == 0, err
@@ -168,14 +168,14 @@ def test_hydra_launcher_config_composes_with_our_configs():
 def test_slurm_requests_fail_with_a_clear_message(tmp_path, args, message):
     if message.startswith("--local") and __import__("shutil").which("srun"):
         pytest.skip("srun exists on this machine")
-    code, _, err = call(launch.train_main, "wmt14_en_de_base", "transformer_wmt_en_de", "--data", "/d",
+    code, _, err = call(train_cli.train_main, "wmt14_en_de_base", "transformer_wmt_en_de", "--data", "/d",
                         "--save-dir", str(tmp_path), *args)
     assert code == 2 and message in err
 
 
 def test_slurm_without_submitit_names_the_extra(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "submitit", None)  # import submitit raises ImportError
-    code, _, err = call(launch.train_main, "wmt14_en_de_base", "transformer_wmt_en_de", "--data", "/d",
+    code, _, err = call(train_cli.train_main, "wmt14_en_de_base", "transformer_wmt_en_de", "--data", "/d",
                         "--save-dir", str(tmp_path), "--slurm", "--gpus", "8", "--time", "60")
     assert code == 2 and '[cluster]' in err and 'pip install -e ".[cluster]"' in err
 

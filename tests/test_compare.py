@@ -39,6 +39,8 @@ dataset:
 optimization:
   max_epoch: 2
   max_update: 6
+checkpoint:
+  save_interval_updates: 2
 lr_scheduler:
   warmup_updates: 4
 model:
@@ -128,7 +130,9 @@ def test_seeds_archs_and_norms_are_checked():
         with pytest.raises(compare.CompareError, match="--seeds"):
             compare.parse_seeds(bad)
     groups = compare.load_compare_config()["groups"]
-    assert len(groups["families"]) == 17 and groups["families"][0] == "transformer"
+    assert len(groups["families"]) == 22 and groups["families"][0] == "transformer"
+    for name, archs in groups.items():  # every group names registered architectures only
+        assert compare.resolve_archs(name, groups) == archs
     assert compare.resolve_archs("papers,transformer_sman", groups)[-1] == "transformer_sman"
     with pytest.raises(compare.CompareError, match="unknown architecture.*transformer_gausian"):
         compare.resolve_archs("transformer,transformer_gausian", groups)
@@ -151,7 +155,7 @@ def test_every_family_trains_with_the_recipe(tmp_path):
     args = compare.build_parser().parse_args(["multi30k_de_en", "--data", str(data), "--seeds", "1",
                                               "--work", str(tmp_path / "w")])
     grid = compare.grid_from_args(args)
-    assert len(grid.archs) == 17
+    assert len(grid.archs) == 22
     compare.validate(grid)
     assert not (tmp_path / "w").exists()  # validation writes nothing
 
@@ -188,7 +192,7 @@ def test_a_recipe_key_that_does_not_exist_is_refused(tiny_data_bin, tmp_path):
     model.write_text(RECIPE.replace("  dropout: 0.1", "  dropout: 0.1\n  encoder_embed_dimm: 8"))
     proc = run(COMPARE + ["--data", str(tiny_data_bin), "--recipe", str(model), "--archs", "transformer",
                           "--seeds", "1", "--work", str(tmp_path / "w2")], check=False)
-    assert proc.returncode == 2 and "encoder-embed-dimm" in proc.stderr, proc.stderr[-2000:]
+    assert proc.returncode == 2 and "encoder_embed_dimm" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr[-2000:]
 
 
 # --------------------------------------------------------------------------- the tiny grid, end to end
@@ -201,7 +205,8 @@ def tiny_grid(tiny_data_bin, tmp_path_factory):
     recipe.write_text(RECIPE)
     argv = ["--data", str(tiny_data_bin), "--recipe", str(recipe), "--label", "tiny", "--archs",
             "transformer,transformer_gaussian_local", "--seeds", "2", "--work", str(root / "work"), "--jobs", "2",
-            "--eval-args", "--beam 2 --max-len-b 20", "--bootstrap-samples", "100", "--publish", str(root / "published")]
+            "--eval-args", "--beam 2 --max-len-b 20", "--bootstrap-samples", "100", "--publish", str(root / "published"),
+            "--length-buckets", "5,9"]
     first = run(COMPARE + argv)
     return root, argv, first
 
@@ -210,7 +215,8 @@ def test_tiny_grid_table_columns_and_files(tiny_grid):
     root, _, first = tiny_grid
     out = root / "work" / "tiny"
     assert "[4/4] transformer_gaussian_local (pre-norm, seed 2)" in first.stdout
-    for name in ("table.md", "table.json", "runs.csv", "runs.json", "figure.png", "curves.csv", "curves.png"):
+    for name in ("table.md", "table.json", "runs.csv", "runs.json", "figure.png", "curves.csv", "curves.png",
+                 "buckets.md", "buckets.csv"):
         assert (out / name).is_file(), name
         assert (root / "published" / "tiny" / name).read_bytes() == (out / name).read_bytes()
     table = (out / "table.md").read_text()
@@ -226,6 +232,11 @@ def test_tiny_grid_table_columns_and_files(tiny_grid):
     runs = json.loads((out / "runs.json").read_text())
     assert len(runs) == 4 and {r["updates"] for r in runs} == {6}
     assert all(r["decode_tokens_per_s"] for r in runs)
+    # BLEU by source length: the synthetic test sentences have 3-12 words, so buckets 1-5, 6-9 and >9 hold all 40
+    buckets = (out / "buckets.csv").read_text().splitlines()
+    per_run = [line.split(",") for line in buckets[1:] if ",transformer,pre,1," in line]
+    assert [row[4] for row in per_run] == ["1-5", "6-9", ">9"] and sum(int(row[5]) for row in per_run) == 40
+    assert "| `transformer_gaussian_local` | pre |" in (out / "buckets.md").read_text()
     # every run trained with the same recipe and its own seed: the composed configs differ in the seed only
     configs = [(out / "pre" / a / f"seed{s}" / "checkpoints" / ".hydra" / "config.yaml").read_text()
                for a in ("transformer", "transformer_gaussian_local") for s in (1, 2)]
@@ -233,20 +244,33 @@ def test_tiny_grid_table_columns_and_files(tiny_grid):
 
 
 def test_tiny_grid_resumes_without_retraining(tiny_grid):
-    """An interrupted run (checkpoint, no evaluation) continues; the finished runs are not touched."""
+    """Kill the command while a run trains, start it again: the finished runs are not touched (every byte of
+    their checkpoints), the killed run continues from its checkpoint_last.pt and ends at the recipe's budget."""
+    import os
+    import shutil
+    import signal
+    import time
+
     root, argv, _ = tiny_grid
     out = root / "work" / "tiny" / "pre"
-    interrupted = out / "transformer_gaussian_local" / "seed2"
-    import shutil
-
-    shutil.rmtree(interrupted / "eval-test")
-    (interrupted / "trained").unlink()
+    killed = out / "transformer_gaussian_local" / "seed2"
+    shutil.rmtree(killed)
     finished = {d: tree_digest(d / "checkpoints") for d in (out / "transformer" / "seed1", out / "transformer" / "seed2",
                                                            out / "transformer_gaussian_local" / "seed1")}
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore")
+    proc = subprocess.Popen(COMPARE + argv, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    deadline = time.time() + 300
+    while not (killed / "checkpoints" / "checkpoint_last.pt").exists() and time.time() < deadline:
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGKILL)  # the whole grid: the command, its fairseq-hydra-train
+    proc.wait()
+    assert (killed / "checkpoints" / "checkpoint_last.pt").exists() and not (killed / "eval-test" / "scores.json").exists()
     second = run(COMPARE + argv)
     assert second.stdout.count("finished earlier, not retrained") == 3
     assert "transformer_gaussian_local (pre-norm, seed 2): resuming from checkpoint_last.pt" in second.stdout
-    assert (interrupted / "eval-test" / "scores.json").is_file()
+    assert (killed / "eval-test" / "scores.json").is_file()
+    assert json.loads((killed / "result.json").read_text())["updates"] == 6
     for directory, digest in finished.items():
         assert tree_digest(directory / "checkpoints") == digest
 

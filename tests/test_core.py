@@ -56,6 +56,21 @@ def test_checkpoint_classes_are_allow_listed(tmp_path):
     assert loaded["args"].arch == "x" and loaded["best"] == 1.5 and loaded["array"].tolist() == [0, 1, 2]
 
 
+def test_fairseq_does_not_log_the_imported_plugin_as_imported_again(caplog):
+    """Code that imports the package and then passes --user-dir (compare, analyses) got fairseq's INFO line
+    "--user-dir=... has already been imported"; the package now tells fairseq it is imported."""
+    import logging
+
+    from fairseq import utils
+
+    from fairseq_localness.cli import user_dir
+
+    with caplog.at_level(logging.INFO, logger="fairseq.utils"):
+        utils.import_user_module(argparse.Namespace(user_dir=user_dir()))
+    assert "already been imported" not in caplog.text
+    assert user_dir() in utils.import_user_module.memo
+
+
 @pytest.mark.parametrize("max_tokens,max_sentences", [(None, 16), (100, None)])
 def test_batching_keeps_every_sentence(max_tokens, max_sentences):
     """ve-fairseq drops a last batch that is not a multiple of 8; the plugin keeps it (43 = 16 + 16 + 8 + 3)."""

@@ -12,7 +12,9 @@ import os
 import re
 import subprocess
 import sys
+import shutil
 import tarfile
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -192,7 +194,27 @@ def wmt17_raw(tmp_path_factory) -> Path:
     for l in ("zh", "en"):
         write(root / "nc" / "training" / f"news-commentary-v12.zh-en.{l}", dev[l][:300])
         write(root / "extra" / f"cwmt-sample.{l}", test[l][1000:1100])
+        write(root / "un" / "en-zh" / f"UNv1.0.en-zh.{l}", test[l][1100:1150])
     make_tgz(raw / "training-parallel-nc-v12.tgz", root / "nc")
+    make_tgz(raw / "UNv1.0.en-zh.tar.gz", root / "un")
+    # the six CWMT corpora in their layouts (NAME_ch.txt / NAME_cn.txt beside NAME_en.txt, several files per
+    # corpus, Windows line ends): three as zip archives, three as extracted directories
+    start = 1150
+    for name, stems, zh_suffix in (("casia2015", ["casia2015"], "ch"), ("casict2011", ["casict-A", "casict-B"], "ch"),
+                                   ("casict2015", ["casict2015"], "ch"), ("datum2015", ["datum"], "ch"),
+                                   ("datum2017", ["Book1", "Book2"], "cn"), ("neu2017", ["NEU"], "cn")):
+        for stem in stems:
+            for l, suffix in (("zh", zh_suffix), ("en", "en")):
+                path = root / "cwmt" / name / f"{stem}_{suffix}.txt"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes("".join(r + "\r\n" for r in test[l][start:start + 10]).encode("utf-8"))
+            start += 10
+        if name in ("casia2015", "casict2011", "datum2017"):
+            with zipfile.ZipFile(raw / f"{name}.zip", "w") as archive:
+                for f in sorted((root / "cwmt" / name).iterdir()):
+                    archive.write(f, arcname=f"{name}/{f.name}")
+        else:
+            shutil.copytree(root / "cwmt" / name, raw / name)
     write(root / "dev" / "dev" / "newsdev2017-zhen-src.zh.sgm", sgm(dev["zh"][300:380], "newsdev2017", "zh", "src"))
     write(root / "dev" / "dev" / "newsdev2017-zhen-ref.en.sgm", sgm(dev["en"][300:380], "newsdev2017", "en", "ref"))
     make_tgz(raw / "dev.tgz", root / "dev")
@@ -253,7 +275,7 @@ def test_iwslt14(iwslt_raw: Path, tmp_path: Path) -> None:
     info = json.loads((out / "data-bin" / "prep-info.json").read_text())
     assert info == {"script": "prepare-iwslt14.sh", "src": "de", "tgt": "en", "bpe": "subword_nmt",
                     "lowercased": True, "compound_split": False, "tok_ref": "../tok/test.en",
-                    "detok_ref": "../raw/test-ref.en"}
+                    "detok_ref": "../raw/test-ref.en", "corpus": "iwslt14", "train_pairs": counts["train"]}
     # the sacreBLEU reference is the published text: entities decoded, typographic quotes kept
     ref, tok_input = lines(out / "raw" / "test-ref.en"), lines(out / "raw" / "test.en")
     assert len(ref) == len(tok_input) == 5 * IWSLT_SEGS
@@ -279,6 +301,7 @@ def test_wmt14(wmt14_raw: Path, tmp_path: Path) -> None:
     assert lines(out / "data-bin" / "dict.en.txt") == lines(out / "data-bin" / "dict.de.txt")
     info = json.loads((out / "data-bin" / "prep-info.json").read_text())
     assert info["compound_split"] is True and info["lowercased"] is False
+    assert (info["corpus"], info["train_pairs"]) == ("wmt14-en-de", counts["train"])
     # cleaning after BPE: no training pair longer than 250 BPE tokens or with ratio > 1.5
     for s, t in zip(lines(out / "train.en"), lines(out / "train.de")):
         ns, nt = len(s.split()), len(t.split())
@@ -293,22 +316,69 @@ def test_wmt14_stanford(stanford_raw: Path, tmp_path: Path) -> None:
     valid = (out / "tok" / "valid.de").read_text()
     assert "##AT##" not in valid and " @-@ " in valid
     assert (out / "spm.model").is_file() and "▁" in (out / "train.en").read_text()
-    assert json.loads((out / "data-bin" / "prep-info.json").read_text())["bpe"] == "sentencepiece"
+    info = json.loads((out / "data-bin" / "prep-info.json").read_text())
+    assert (info["bpe"], info["corpus"]) == ("sentencepiece", "wmt14-en-de-stanford")
+
+
+CWMT_PAIRS = 8 * 10  # the fixture's eight CWMT file pairs of 10 lines
 
 
 def test_wmt17_zh_en(wmt17_raw: Path, tmp_path: Path) -> None:
+    """The default is the full WMT17 Zh-En corpus (Yang et al. 2018 Sec. 4.1): News Commentary v12, UN v1.0 and the
+    six CWMT corpora (zips or extracted directories); prep-info.json records its name and training pairs."""
     out = tmp_path / "wmt17"
-    proc = run("prepare-wmt17zh2en.sh", "--raw-dir", wmt17_raw / "raw", "--out", out, "--bpe-tokens", "300",
-               "--extra-corpus", wmt17_raw / "extra" / "cwmt-sample")
+    proc = run("prepare-wmt17zh2en.sh", "--raw-dir", wmt17_raw / "raw", "--out", out, "--bpe-tokens", "300")
     counts = check_output(out, "zh", "en", proc.stdout, {"valid": 80, "test": 80})
-    assert len(lines(out / "raw" / "train.zh")) == 400  # NC + the extra corpus
-    assert counts["train"] < 400  # the 50-token limit removes long news sentences
+    raw_zh = lines(out / "raw" / "train.zh")
+    assert len(raw_zh) == 300 + 50 + CWMT_PAIRS  # NC + UN + CWMT
+    assert not any("\r" in line for line in raw_zh + lines(out / "raw" / "train.en"))
+    first_cwmt = shared_lines("wmt17_zhen/newstest2017.first2000.zh", 1150, 1151)[0]
+    assert raw_zh[350] == first_cwmt  # casia2015 first, in the order of the WMT17 list
+    assert counts["train"] < len(raw_zh)  # the 50-token limit removes long news sentences
     tok = [l.split() for l in lines(out / "tok" / "train.zh") + lines(out / "tok" / "train.en")]
     assert max(map(len, tok)) <= 50
     zh_words = [w for l in lines(out / "tok" / "test.zh") for w in l.split()]
     assert sum(map(len, zh_words)) / len(zh_words) < 2.5  # jieba words, not unsegmented sentences
     assert (out / "code.zh").is_file() and (out / "code.en").is_file()  # separate BPE and dictionaries
     assert lines(out / "data-bin" / "dict.zh.txt") != lines(out / "data-bin" / "dict.en.txt")
+    info = json.loads((out / "data-bin" / "prep-info.json").read_text())
+    assert info["corpus"] == "wmt17-zh-en-all" and info["train_pairs"] == counts["train"]
+    assert "corpus: wmt17-zh-en-all" in proc.stdout
+
+
+def test_wmt17_zh_en_reduced_variants_are_recorded(wmt17_raw: Path, tmp_path: Path) -> None:
+    """--nc-only (News Commentary alone) and --extra-corpus / --max-len name another corpus in prep-info.json."""
+    out = tmp_path / "nc"
+    proc = run("prepare-wmt17zh2en.sh", "--raw-dir", wmt17_raw / "raw", "--out", out, "--bpe-tokens", "300", "--nc-only")
+    assert len(lines(out / "raw" / "train.zh")) == 300 and "--nc-only: training on News Commentary v12 alone" in proc.stdout
+    info = json.loads((out / "data-bin" / "prep-info.json").read_text())
+    assert info["corpus"] == "wmt17-zh-en-nc-v12" and 0 < info["train_pairs"] <= 300
+    out = tmp_path / "extra"
+    run("prepare-wmt17zh2en.sh", "--raw-dir", wmt17_raw / "raw", "--out", out, "--bpe-tokens", "300", "--nc-only",
+        "--extra-corpus", wmt17_raw / "extra" / "cwmt-sample", "--max-len", "80")
+    assert len(lines(out / "raw" / "train.zh")) == 400
+    assert json.loads((out / "data-bin" / "prep-info.json").read_text())["corpus"] == "wmt17-zh-en-nc-v12-maxlen80+extra"
+
+
+def test_wmt17_zh_en_names_every_missing_corpus(tmp_path: Path) -> None:
+    """Offline, the full corpus's inputs are listed with their sources, and --raw-dir is named."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    proc = run("prepare-wmt17zh2en.sh", "--raw-dir", empty, "--out", tmp_path / "o1", check=False)
+    assert proc.returncode == 1 and "missing input(s) in --raw-dir" in proc.stderr
+    for name in ("training-parallel-nc-v12.tgz", "UNv1.0.en-zh.tar.gz", "en-zh/UNv1.0.en-zh.zh", "casia2015.zip",
+                 "casict2011.zip", "casict2015.zip", "datum2015.zip", "datum2017.zip", "neu2017.zip", "dev.tgz", "test.tgz"):
+        assert name in proc.stderr, name
+    assert "ftp://cwmt-wmt:cwmt-wmt@nlp.nju.edu.cn/parallel/neu2017.zip" in proc.stderr
+    closed = "http://127.0.0.1:9"  # nothing listens: no real download even where there is network
+    env = {"http_proxy": closed, "https_proxy": closed, "HTTP_PROXY": closed, "HTTPS_PROXY": closed,
+           "ftp_proxy": closed, "FTP_PROXY": closed, "no_proxy": ""}
+    proc = run("prepare-wmt17zh2en.sh", "--out", tmp_path / "o2", env=env, check=False)
+    assert proc.returncode == 1 and "--raw-dir DIR" in proc.stderr
+    assert "UNv1.0.en-zh.tar.gz (or its files: en-zh/UNv1.0.en-zh.zh en-zh/UNv1.0.en-zh.en): cannot be downloaded, " \
+           "pass --raw-dir" in proc.stderr
+    help_text = run("prepare-wmt17zh2en.sh", "--help").stdout
+    assert "--nc-only" in help_text and "https://conferences.unite.un.org/UNCorpus" in help_text
 
 
 def test_wat17_ja_en_and_force(aspec_raw: Path, tmp_path: Path) -> None:
@@ -319,13 +389,19 @@ def test_wat17_ja_en_and_force(aspec_raw: Path, tmp_path: Path) -> None:
     assert lines(out / "raw" / "test.en") == shared_lines("tatoeba_laser_test/tatoeba.jpn-eng.eng", 800, 870)
     raw_ja, tok_ja = lines(out / "raw" / "test.ja"), lines(out / "tok" / "test.ja")
     assert all(t.replace(" ", "") == r.replace(" ", "") and " " in t for r, t in zip(raw_ja, tok_ja))
-    assert counts["train"] <= 600
+    # no length limit (Yang et al. 2019 Sec. 5 and Xu et al. 2019 Sec. 4 state none): every pair with two non-empty
+    # sides is kept, as the papers' "2M sentence pairs" of train-1 + train-2
+    assert counts["train"] == 600
+    info = json.loads((out / "data-bin" / "prep-info.json").read_text())
+    assert info["corpus"] == "aspec-je-train-1-2" and info["train_pairs"] == 600
 
-    # --force rebuilds in place (here with a joint sentencepiece model)
+    # --force rebuilds in place (here with a joint sentencepiece model and a length limit, another corpus)
     proc = run("prepare-wat17ja2en.sh", "--raw-dir", aspec_raw, "--out", out, "--bpe-tokens", "1200",
-               "--bpe", "sentencepiece", "--joined-dictionary", "--force")
+               "--bpe", "sentencepiece", "--joined-dictionary", "--force", "--max-len", "8")
     assert "--force: replacing the previous outputs" in proc.stdout
-    check_output(out, "ja", "en", proc.stdout, {"valid": 60, "test": 70})
+    counts = check_output(out, "ja", "en", proc.stdout, {"valid": 60, "test": 70})
+    assert counts["train"] < 600 and max(len(l.split()) for l in lines(out / "tok" / "train.en")) <= 8
+    assert json.loads((out / "data-bin" / "prep-info.json").read_text())["corpus"] == "aspec-je-train-1-2-maxlen8"
     assert not (out / "code.ja").exists() and (out / "spm.model").is_file()
     assert lines(out / "data-bin" / "dict.ja.txt") == lines(out / "data-bin" / "dict.en.txt")
 

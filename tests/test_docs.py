@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import importlib.util
+import os
 import re
 import shlex
 import tomllib
@@ -457,3 +458,34 @@ def test_readme_example_trains_and_translates(example, joined_sample, tmp_path):
     assert checkpoint.exists(), f"the example's fairseq-generate --path {checkpoint} is not where training wrote it"
     translated = re.findall(r"^H-\d+\t", outputs[-1], re.M)
     assert len(translated) == 500, f"expected the 500 test sentences, got {len(translated)}"
+
+
+@pytest.fixture(scope="module")
+def quickstart_like(tmp_path_factory) -> Path:
+    """What ``bash scripts/quickstart.sh`` leaves in runs/quickstart, at a tiny size: the sample prepared as the
+    quickstart prepares it (separate BPE codes code.zh / code.en) and a transformer_gaussian_local checkpoint.
+    40 updates (a few seconds): enough for short outputs, where 2 updates decode 200 tokens a sentence."""
+    work = tmp_path_factory.mktemp("quickstart")
+    run(["bash", str(REPO / "data-prep" / "prepare-sample.sh"), "--out", str(work / "data"), "--bpe-tokens", "1000"])
+    overrides = {**{f"model.{k}": v for k, v in TINY_MODEL.items()}, "optimization.max_update": 40,
+                 "dataset.num_workers": 0, "lr_scheduler.warmup_updates": 1, "common.cpu": "true"}
+    run(["bash", str(REPO / "scripts" / "train.sh"), "sample_zh_en_tiny", "transformer_gaussian_local",
+         "--data", str(work / "data" / "data-bin"), "--save-dir", str(work / "transformer_gaussian_local"),
+         "--max-tokens", "1024", "--effective-tokens", "1024", *[f"{k}={v}" for k, v in overrides.items()]])
+    return work
+
+
+def test_readme_translation_example_runs(quickstart_like, tmp_path):
+    """The README's 'Translate with a trained model' commands, run as written on a quickstart-like directory:
+    the shell pipeline prints one English line, the Python example one string."""
+    section = re.search(r"<!-- translate-example -->\n(.*?)<!-- /translate-example -->", text(README), re.S)
+    assert section, "README.md needs the <!-- translate-example --> section"
+    (shell,) = re.findall(r"```bash\n(.*?)```", section.group(1), re.S)
+    (python,) = re.findall(r"```python\n(.*?)```", section.group(1), re.S)
+    assert "runs/quickstart/" in shell and "runs/quickstart/" in python
+    env = {"PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}  # python, fairseq-interactive, subword-nmt
+    for kind, command in (("shell", ["bash", "-eo", "pipefail", "-c", shell]), ("python", [str(BIN / "python"), "-c", python])):
+        command = [part.replace("runs/quickstart", str(quickstart_like)) for part in command]
+        out = run(command, cwd=tmp_path, env=env).stdout
+        lines = out.splitlines()
+        assert len(lines) == 1 and lines[0].strip(), f"the {kind} example should print one translation, got: {out!r}"

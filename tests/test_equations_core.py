@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from fairseq_localness.attention import AttentionContext
+from fairseq_localness.methods.alibi import Alibi, AlibiOptions
 from fairseq_localness.methods.baselines import LocalHard, LocalHardOptions, Neighbor, NeighborOptions
 from fairseq_localness.methods.csan import Csan1d, Csan1dOptions, Csan2d, Csan2dOptions
 from fairseq_localness.methods.diffwin import (
@@ -17,10 +18,14 @@ from fairseq_localness.methods.diffwin import (
     DiffWinDecoder,
     DiffWinDecoderOptions,
 )
+from fairseq_localness.methods.fire import Fire, FireOptions
 from fairseq_localness.methods.gaussian import GaussianLocalness, GaussianOptions
 from fairseq_localness.methods.hybrid import HybridLocalGlobal, HybridOptions
+from fairseq_localness.methods.kerple import Kerple, KerpleOptions
 from fairseq_localness.methods.mask_attention import DMANOptions, DynamicMask, SMANOptions, StaticMask
 from fairseq_localness.methods.relative_position import RelativePositionOptions, RelativePositions
+from fairseq_localness.methods.rope import RopeOptions, RotaryPositions
+from fairseq_localness.methods.t5bias import T5BiasOptions, T5RelativeBias
 from localness_testing import causal_mask, identity_attention
 
 
@@ -73,6 +78,13 @@ DECODER_METHODS = [
     (StaticMask, SMANOptions(attention="decoder")),
     (Neighbor, NeighborOptions(attention="decoder")),
     (LocalHard, LocalHardOptions(attention="decoder", window=2.0)),
+    # today's position methods (tests/test_equations_modern.py); RoPE's keys enter the cache rotated
+    (Alibi, AlibiOptions(attention="decoder")),
+    (T5RelativeBias, T5BiasOptions(attention="decoder", num_buckets=4, max_distance=3)),
+    (Kerple, KerpleOptions(attention="decoder", kernel="log")),
+    (Kerple, KerpleOptions(attention="decoder", kernel="power")),
+    (Fire, FireOptions(attention="decoder", init_l=2.0)),
+    (RotaryPositions, RopeOptions(attention="decoder")),
 ]
 
 

@@ -16,7 +16,8 @@ import pytest
 import torch
 
 from fairseq_localness.attention.context import AttentionContext
-from fairseq_localness.attention.registry import LOCALITY_METHODS, option_attr
+from fairseq_localness.attention.options import option_attr
+from fairseq_localness.attention.registry import LOCALITY_METHODS
 from fairseq_localness.gpu.families import architecture_families
 from fairseq_localness.methods.gaussian import gaussian_bias
 from fairseq_localness.modelbuild import build_translation_model, parse_model_args, synthetic_dictionary

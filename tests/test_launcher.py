@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fairseq_localness.experiments import launch  # noqa: E402
+from fairseq_localness.experiments import launch, train_cli  # noqa: E402
 from localness_testing import REPO, run  # noqa: E402
 
 TRAIN = ["bash", str(REPO / "scripts" / "train.sh")]
@@ -40,7 +40,7 @@ def dry_run(*args: str, check: bool = True) -> Result:
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = launch.train_main([*args, "--dry-run"])
+        code = train_cli.train_main([*args, "--dry-run"])
     assert code == 0 or not check, err.getvalue()
     return Result(code, out.getvalue(), err.getvalue())
 

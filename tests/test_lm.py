@@ -18,7 +18,7 @@ import torch
 from fairseq import options, tasks
 
 from fairseq_localness.attention.core import LocalityAttention
-from fairseq_localness.attention.registry import LocalityConfigError
+from fairseq_localness.attention.errors import LocalityConfigError
 from fairseq_localness.prep.lm_corpus import STANDIN_SOURCES
 from localness_testing import BIN, REPO, USER_DIR, run
 

@@ -413,6 +413,29 @@ def test_parameter_counts(suffix, recipe, d, heads, ffn_t, ffn_m, dec_dman):
         assert abs(delta / 1e6 - (paper_man - paper_transformer)) <= 1.0
 
 
+@pytest.mark.parametrize("suffix,recipe,both_possible", [
+    ("_iwslt_de_en", "iwslt14", True), ("_wmt_en_de", "wmt14", True), ("_wmt_en_de_big", "wmt14", False),
+])
+def test_printed_deltas_are_differences_of_rounded_totals(suffix, recipe, both_possible):
+    """Table 1's +1M / +1M / +2M are not parameters MAN adds (+0.03M / +0.05M / +0.08M, the release's layers): a
+    joint vocabulary of V rows puts both printed totals (Transformer, MAN, whole millions) within reach for the
+    small and base models only; no V gives both 213M and 215M (docs/methods/fan2021-man.md, "Parameter counts")."""
+    def without_embeddings(model):
+        return sum(p.numel() for name, p in model.named_parameters() if "embed_tokens" not in name)
+
+    with torch.device("meta"):
+        transformer = without_embeddings(recipe_model("transformer" + suffix, recipe))
+        man = without_embeddings(recipe_model("transformer_dman" + suffix, recipe))
+    d = 1024 if suffix.endswith("big") else 512
+    paper_man, paper_transformer = PAPER_PARAMETERS[suffix]
+
+    def rows(count, printed):  # the V with round((count + V d) / 1e6) == printed
+        return set(range(math.ceil(((printed - 0.5) * 1e6 - count) / d), math.floor(((printed + 0.5) * 1e6 - count) / d) + 1))
+
+    assert 0 < man - transformer < 100_000
+    assert bool(rows(transformer, paper_transformer) & rows(man, paper_man)) == both_possible
+
+
 def test_paper_text_sizes_of_the_small_model():
     """--man-sizes paper at the IWSLT size: FFN 2 x 512 (= the Transformer's) and DMAN in the decoder too."""
     with torch.device("meta"):

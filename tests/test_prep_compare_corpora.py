@@ -156,8 +156,9 @@ def test_prepare_kftt_script(tmp_path):
     raw = lines(out / "raw" / "test.en")
     assert len(raw) == 1166 and " ," not in raw[0] and "(Rinzai," in raw[0]
     info = json.loads((out / "data-bin" / "prep-info.json").read_text())
-    assert info == {"script": "prepare-kftt.sh", "src": "ja", "tgt": "en", "bpe": "subword_nmt", "lowercased": False,
-                    "compound_split": False, "tok_ref": "../tok/test.en", "detok_ref": "../raw/test.en"}
+    expected = {"script": "prepare-kftt.sh", "src": "ja", "tgt": "en", "bpe": "subword_nmt", "lowercased": False,
+                "compound_split": False, "tok_ref": "../tok/test.en", "detok_ref": "../raw/test.en"}
+    assert {key: info.get(key) for key in expected} == expected
     refused = run(cmd, env=ENV, check=False)
     assert refused.returncode != 0 and "already holds finished data" in refused.stderr
     missing = run(cmd[:2] + ["--out", str(tmp_path / "other")], env=ENV, check=False)
@@ -196,3 +197,41 @@ def test_prepare_tatoeba_script(tmp_path):
     missing = run(cmd[:2] + ["--out", str(tmp_path / "other")], env=ENV, check=False)
     assert missing.returncode != 0 and "manythings_cmn_eng" in missing.stderr
     assert not (tmp_path / "other").exists()
+
+
+# --------------------------------------------------------------------------- train short / test long (Europarl)
+
+
+def test_length_split_buckets_and_limits():
+    """Test takes at most per-bucket pairs of each source-length bucket; train and valid only short pairs;
+    the three are disjoint and the split does not depend on the corpus order."""
+    from fairseq_localness.prep.length_split import bucket_of, split_by_length
+
+    assert [bucket_of(n, [10, 20]) for n in (1, 10, 11, 20, 21, 99)] == [0, 0, 1, 1, 2, 2]
+    src = [" ".join(f"w{j}" for j in range(1 + i % 45)) for i in range(400)]
+    tgt = [f"t{i} " * (1 + i % 45) for i in range(400)]
+    splits = split_by_length(src, tgt, max_len=12, per_bucket=5, n_valid=20, edges=[10, 20, 30])
+    test_lengths = [len(src[i].split()) for i in splits["test"]]
+    assert [sum(1 for n in test_lengths if bucket_of(n, [10, 20, 30]) == b) for b in range(4)] == [5, 5, 5, 5]
+    assert all(len(src[i].split()) <= 12 and len(tgt[i].split()) <= 18 for i in splits["train"] + splits["valid"])
+    assert len(splits["valid"]) == 20
+    seen = set(splits["train"]) | set(splits["valid"]) | set(splits["test"])
+    assert len(seen) == len(splits["train"]) + len(splits["valid"]) + len(splits["test"])
+    reordered = split_by_length(src[::-1], tgt[::-1], max_len=12, per_bucket=5, n_valid=20, edges=[10, 20, 30])
+    assert sorted(src[::-1][i] for i in reordered["test"]) == sorted(src[i] for i in splits["test"])
+    with pytest.raises(CheckError, match="cannot take 500 valid"):
+        split_by_length(src, tgt, max_len=12, per_bucket=5, n_valid=500, edges=[10, 20, 30])
+
+
+def test_prepare_europarl_length_script(tmp_path):
+    raw = REPO.parent / "shared" / "data" / "wmt14_ende" / "raw_sample_simt"
+    if not (raw / "europarl_head20k.de").is_file():
+        pytest.skip(f"Europarl sample not found at {raw} (CI provides the corpora at ../shared/data)")
+    out = tmp_path / "europarl"
+    run(["bash", str(REPO / "data-prep" / "prepare-europarl-length.sh"), "--raw-dir", str(raw), "--out", str(out)])
+    sizes = {split: len((out / f"{split}.de").read_text(encoding="utf-8").splitlines()) for split in ("train", "valid", "test")}
+    assert sizes == {"train": 9000, "valid": 500, "test": 1200}
+    longest_train = max(len(line.split()) for line in (out / "raw" / "train.de").read_text(encoding="utf-8").splitlines())
+    longest_test = max(len(line.split()) for line in (out / "raw" / "test.de").read_text(encoding="utf-8").splitlines())
+    assert longest_train <= 20 < 60 < longest_test
+    assert (out / "data-bin" / "dict.de.txt").read_bytes() == (out / "data-bin" / "dict.en.txt").read_bytes()

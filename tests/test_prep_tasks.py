@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import gzip
+import json
 import random
 from pathlib import Path
 
@@ -286,6 +287,9 @@ def test_onebw_script_splits_and_vocabulary(tmp_path):
     assert lines(tok / "valid.txt") == ["a dog sat ."] and lines(tok / "test.txt") == ["the cat ran ."]
     for split in ("train", "valid", "test"):
         assert (tmp_path / "prep" / "data-bin" / f"{split}.bin").is_file()
+    # a partial run records a corpus of its own: scripts/reproduce.sh trains Nguyen 2020 Table 6 only on "1bw"
+    info = json.loads((tmp_path / "prep" / "data-bin" / "prep-info.json").read_text())
+    assert (info["corpus"], info["train_sentences"]) == ("1bw-shards-1-3", 6)
 
     def words(prep: Path) -> list:
         return sorted(x.split()[0] for x in lines(prep / "data-bin" / "dict.txt") if not x.startswith("madeupword"))

@@ -184,6 +184,80 @@ def test_rows_are_selectable_and_unknown_rows_are_an_error(capsys, tmp_path):
     assert "unknown row id(s): csan3d" in capsys.readouterr().err
 
 
+def corpus_data_bin(data_root: Path, data: str, corpus=None) -> Path:
+    """A binarized data set (its dictionaries) whose prep-info.json records ``corpus`` (none when None)."""
+    data_bin = data_root / data / "data-bin"
+    data_bin.mkdir(parents=True)
+    for lang in ("zh", "en"):
+        (data_bin / f"dict.{lang}.txt").write_text("a 1\n")
+    info = {"script": "prepare-wmt17zh2en.sh", "src": "zh", "tgt": "en"}
+    if corpus is not None:
+        info.update(corpus=corpus, train_pairs=1000)
+    (data_bin / "prep-info.json").write_text(json.dumps(info))
+    return data_bin
+
+
+ZH_EN_TABLES = [("yang2018", "1"), ("yang2018", "2"), ("yang2018", "3"), ("yang2018", "4"), ("yang2018", "5"),
+                ("yang2019", "2")]
+
+
+@pytest.mark.parametrize("paper,table", ZH_EN_TABLES)
+def test_dry_run_of_a_zh_en_table_names_the_full_corpus(paper, table, capsys, tmp_path):
+    """Yang 2018 Sec. 4.1: all of WMT17's Zh-En parallel data (20.62M pairs): the corpus the rows must train on."""
+    assert reproduce.main([paper, table, "--dry-run", "--work", str(tmp_path / "w"), "--data-root", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert (f"CORPUS wmt17_zh_en: the paper's training data is wmt17-zh-en-all; {tmp_path}/wmt17_zh_en/data-bin is not "
+            "prepared yet") in out
+    assert TABLES["evaluation"]["wmt17_zh_en_base"]["corpus"] == TABLES["evaluation"]["wmt17_zh_en_big"]["corpus"] \
+        == "wmt17-zh-en-all"
+
+
+def test_a_reduced_corpus_stops_training_unless_allowed(capsys, tmp_path):
+    """An NC-only WMT17 data-bin: exit 2 with the reason (nothing trained); --allow-other-corpus trains and marks the
+    report; the paper's corpus passes; a data-bin recording no corpus is refused like another corpus."""
+    data_root, work = tmp_path / "data", tmp_path / "runs"
+    data_bin = corpus_data_bin(data_root, "wmt17_zh_en", "wmt17-zh-en-nc-v12")
+    args = ["yang2018", "1", "--work", str(work), "--data-root", str(data_root)]
+    assert reproduce.main(args) == 2
+    captured = capsys.readouterr()
+    assert f"ERROR: {data_bin} holds wmt17-zh-en-nc-v12, not the paper's wmt17-zh-en-all" in captured.err
+    assert "--allow-other-corpus" in captured.err and "+ bash" not in captured.out and not work.exists()
+    assert reproduce.main(args + ["--dry-run"]) == 0  # a dry run says so and prints the commands
+    out = capsys.readouterr().out
+    assert f"CORPUS wmt17_zh_en: the paper's training data is wmt17-zh-en-all; {data_bin} holds wmt17-zh-en-nc-v12" in out
+    assert "NOTE: training would stop here" in out and "ROW query" in out
+
+    rows = reproduce.table_rows(TABLES, "yang2018", "1")
+    for i, row in enumerate(rows):  # finished runs: the allowed table is reported without training anything
+        fake_finished_run(work / "yang2018" / "table1" / row.id, "valid", "sacrebleu", bleu=20.0 + i, wps=100, params=1)
+    assert reproduce.main(args + ["--allow-other-corpus"]) == 0
+    out = capsys.readouterr().out
+    mark = "[trained on wmt17-zh-en-nc-v12, not the paper's wmt17-zh-en-all]"
+    assert "NOTE: --allow-other-corpus: wmt17_zh_en is wmt17-zh-en-nc-v12" in out and "+ bash" not in out
+    assert (work / "yang2018" / "table1.md").read_text().startswith(f"## yang2018 Table 1: ") and \
+        mark in (work / "yang2018" / "table1.md").read_text().splitlines()[0]
+    assert mark in json.loads((work / "yang2018" / "table1.json").read_text())["table"]
+
+    info = json.loads((data_bin / "prep-info.json").read_text())
+    (data_bin / "prep-info.json").write_text(json.dumps({**info, "corpus": "wmt17-zh-en-all"}))
+    assert reproduce.main(args) == 0 and mark not in (work / "yang2018" / "table1.md").read_text()
+    (data_bin / "prep-info.json").write_text(json.dumps({"script": "prepare-wmt17zh2en.sh"}))
+    assert reproduce.main(args) == 2 and "holds an unrecorded corpus" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("paper,table,row_id,data,corpus,expected", [
+    ("yang2018", "4", "base-zhen", "wmt17_zh_en", "wmt17-zh-en-nc-v12", "wmt17-zh-en-all"),
+    ("xu2019", "2", "base-jaen", "wat17_ja_en", "aspec-je-train-1-2-maxlen50", "aspec-je-train-1-2"),
+])
+def test_reduced_corpus_refusal_through_reproduce_sh(tmp_path, paper, table, row_id, data, corpus, expected):
+    """The refusal is an error message and exit status 2, not a traceback; nothing is trained."""
+    corpus_data_bin(tmp_path / "data", data, corpus)
+    proc = run(["bash", str(REPO / "scripts" / "reproduce.sh"), paper, table, "--rows", row_id, "--work",
+                str(tmp_path / "runs"), "--data-root", str(tmp_path / "data")], check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and "+ bash" not in proc.stdout
+    assert f"holds {corpus}, not the paper's {expected}" in proc.stderr
+
+
 def fake_finished_run(run_dir: Path, split: str, metric: str, bleu: float, wps: float, params: int, mark: str = ""):
     (run_dir / "checkpoints").mkdir(parents=True)
     (run_dir / f"eval-{split}").mkdir()
@@ -470,6 +544,7 @@ def test_classification_and_language_model_rows_end_to_end(tmp_path):
         write_indexed(data / "sst2" / "data-bin" / "input0" / split, sentences, vocab)
         write_indexed(data / "sst2" / "data-bin" / "label" / split, [str(i % 2) for i in range(40)], labels)
         write_indexed(data / "lm1b" / "data-bin" / split, sentences, lm_vocab)
+    (data / "lm1b" / "data-bin" / "prep-info.json").write_text(json.dumps({"corpus": "1bw"}))  # as prepare-1bw.sh
     common = ["--work", str(tmp_path / "work"), "--data-root", str(data), "--eval-args=--cpu"]
     classify = ["bash", str(REPO / "scripts" / "reproduce.sh"), "nguyen2020", "5", "--rows", "base-sst,aw-sst",
                 "--train-args", "optimization.max_update=2", *common]

@@ -100,6 +100,25 @@ def ngram_gap(systems: Dict[str, str], baseline: str, reference: str, max_order:
     return table, fig
 
 
+Bucket = Tuple[int, Optional[int]]
+
+
+def buckets_of(edges: Sequence[int]) -> List[Bucket]:
+    """(low, high] buckets from upper edges: 10,20 -> (0, 10], (10, 20], (20, None)."""
+    bounds = sorted(set(int(e) for e in edges))
+    return [(low, high) for low, high in zip([0] + bounds, bounds + [None])]
+
+
+def bucket_name(bucket: Bucket) -> str:
+    low, high = bucket
+    return f"{low + 1}-{high}" if high is not None else f">{low}"
+
+
+def bucket_members(lengths: Sequence[int], buckets: Sequence[Bucket]) -> Dict[Bucket, List[int]]:
+    """The sentence indices whose length falls in each bucket."""
+    return {b: [i for i, n in enumerate(lengths) if n > b[0] and (b[1] is None or n <= b[1])] for b in buckets}
+
+
 def length_buckets(systems: Dict[str, str], reference: str, source: Optional[str], edges: Sequence[int],
                    tokenize: str = "13a"):
     """Corpus sacreBLEU per bucket of source length (words; reference length without --source)."""
@@ -110,14 +129,9 @@ def length_buckets(systems: Dict[str, str], reference: str, source: Optional[str
     if len(lengths_from) != len(refs):
         raise AnalysisError(f"--source {source}: {len(lengths_from)} sentences but --ref {reference} has {len(refs)}")
     lengths = [len(line.split()) for line in lengths_from]
-    bounds = sorted(set(int(e) for e in edges))
-    buckets = [(low, high) for low, high in zip([0] + bounds, bounds + [None])]
-
-    def name(bucket):
-        low, high = bucket
-        return f"{low + 1}-{high}" if high is not None else f">{low}"
-
-    members = {b: [i for i, n in enumerate(lengths) if n > b[0] and (b[1] is None or n <= b[1])] for b in buckets}
+    buckets = buckets_of(edges)
+    name = bucket_name
+    members = bucket_members(lengths, buckets)
     table = Table(["system", "bucket", "sentences", "bleu"],
                   caption=f"sacreBLEU (tokenize={tokenize}) by {'source' if source else 'reference'} length in words.")
     fig, axes = figure(1, 1, width=3.6, height=2.4)

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import argparse
 import logging
-from typing import Any, Callable, Dict, Mapping, Sequence, Tuple
+from typing import Any, Callable, Dict, Mapping
 
-from fairseq.distributed import fsdp_wrap
 from fairseq.models import register_model, register_model_architecture
 from fairseq.models.transformer import (
     TransformerDecoderBase,
@@ -23,89 +22,25 @@ from fairseq.models.transformer import (
     transformer_wmt_en_de,
     transformer_wmt_en_de_big,
 )
-from fairseq.modules import transformer_layer
-from fairseq.modules.checkpoint_activations import checkpoint_wrapper
 from omegaconf import OmegaConf
 
 from ..attention.core import LocalityAttention
 from ..attention.placement import LocalityPlan
-from ..attention.registry import LOCALITY_METHODS, AttentionSpec, add_method_args, fill_method_defaults
+from ..attention.errors import exit_on_config_error
+from ..attention.options import add_method_args, fill_method_defaults
+from ..attention.registry import LOCALITY_METHODS
+
+from ..layers.localness import (  # noqa: F401  (the layers are the building blocks; re-exported for users)
+    LocalnessDecoderLayer,
+    LocalnessEncoderLayer,
+    build_locality_attention,
+    make_locality_attention,
+    wrap_layer,
+)
 
 logger = logging.getLogger(__name__)
 
 MODEL_NAME = "transformer_localness"
-
-
-def build_locality_attention(cfg, plan: LocalityPlan, attn_type: str, layer: int, default_builder: Callable, **kwargs):
-    """LocalityAttention for the methods ``plan`` places here, else fairseq's own attention."""
-    methods = plan.methods_for(attn_type, layer)
-    if not methods:
-        return default_builder()
-    return make_locality_attention(cfg, attn_type, layer, methods, **kwargs)
-
-
-def make_locality_attention(cfg, attn_type: str, layer: int, methods: Sequence[Tuple[type, object]], **kwargs):
-    """LocalityAttention of the given (method class, options) pairs; ``methods`` may be empty."""
-    side = cfg.encoder if attn_type == "encoder" else cfg.decoder
-    kdim = cfg.encoder.embed_dim if attn_type == "cross" else side.embed_dim
-    max_positions = cfg.max_source_positions if attn_type == "encoder" else cfg.max_target_positions
-    spec = AttentionSpec(
-        embed_dim=side.embed_dim,
-        num_heads=side.attention_heads,
-        attn_type=attn_type,
-        layer=layer,
-        kdim=kdim,
-        max_positions=int(max_positions),
-    )
-    return LocalityAttention(
-        side.embed_dim,
-        side.attention_heads,
-        spec,
-        methods,
-        kdim=kdim if attn_type == "cross" else None,
-        vdim=kdim if attn_type == "cross" else None,
-        dropout=cfg.attention_dropout,
-        self_attention=attn_type != "cross",
-        encoder_decoder_attention=attn_type == "cross",
-        q_noise=cfg.quant_noise.pq,
-        qn_block_size=cfg.quant_noise.pq_block_size,
-        **kwargs,
-    )
-
-
-def wrap_layer(layer, cfg):
-    """Activation checkpointing and FSDP wrapping exactly as fairseq's build_*_layer do."""
-    checkpoint = cfg.checkpoint_activations
-    if checkpoint:
-        layer = checkpoint_wrapper(layer, offload_to_cpu=cfg.offload_activations)
-    return fsdp_wrap(layer, min_num_params=cfg.min_params_to_wrap if not checkpoint else 0)
-
-
-class LocalnessEncoderLayer(transformer_layer.TransformerEncoderLayerBase):
-    def __init__(self, cfg, layer: int, plan: LocalityPlan, return_fc: bool = False):
-        self.layer_number, self.plan = layer, plan  # read by build_self_attention during super().__init__
-        super().__init__(cfg, return_fc=return_fc)
-
-    def build_self_attention(self, embed_dim, cfg):
-        default = super().build_self_attention
-        return build_locality_attention(cfg, self.plan, "encoder", self.layer_number, lambda: default(embed_dim, cfg))
-
-
-class LocalnessDecoderLayer(transformer_layer.TransformerDecoderLayerBase):
-    def __init__(self, cfg, layer: int, plan: LocalityPlan, no_encoder_attn: bool = False):
-        self.layer_number, self.plan = layer, plan
-        super().__init__(cfg, no_encoder_attn=no_encoder_attn)
-
-    def build_self_attention(self, embed_dim, cfg, add_bias_kv=False, add_zero_attn=False):
-        default = super().build_self_attention
-        return build_locality_attention(
-            cfg, self.plan, "decoder", self.layer_number,
-            lambda: default(embed_dim, cfg, add_bias_kv=add_bias_kv, add_zero_attn=add_zero_attn),
-        )
-
-    def build_encoder_attention(self, embed_dim, cfg):
-        default = super().build_encoder_attention
-        return build_locality_attention(cfg, self.plan, "cross", self.layer_number, lambda: default(embed_dim, cfg))
 
 
 class LocalnessTransformerEncoder(TransformerEncoderBase):
@@ -168,6 +103,7 @@ class LocalnessTransformerModel(TransformerModel):
         add_locality_args(parser)
 
     @classmethod
+    @exit_on_config_error  # fairseq-train: the message and exit status 2, no traceback
     def build_model(cls, args, task):
         args = as_namespace(args)
         localness_base_architecture(args)

@@ -37,6 +37,7 @@ from fairseq.models.transformer import Embedding, TransformerConfig, Transformer
 from torch import Tensor, nn
 
 from ..attention.placement import LocalityPlan
+from ..attention.errors import exit_on_config_error
 from .base import (
     LocalnessTransformerEncoder,
     add_locality_args,
@@ -97,6 +98,7 @@ class LocalnessClassifierModel(BaseFairseqModel):
                             help="dropout on the pooled vector (and the hidden layer) [the model's --dropout]")
 
     @classmethod
+    @exit_on_config_error  # fairseq-train: the message and exit status 2, no traceback
     def build_model(cls, args, task):
         args = as_namespace(args)
         localness_classifier_base(args)

@@ -37,6 +37,7 @@ from fairseq.models.transformer import TransformerConfig
 from fairseq.models.transformer_lm import TransformerLanguageModel, TransformerLanguageModelConfig, base_lm_architecture
 
 from ..attention.placement import LocalityPlan
+from ..attention.errors import exit_on_config_error
 from .base import (
     LocalnessTransformerDecoder,
     add_locality_args,
@@ -60,6 +61,7 @@ class LocalnessTransformerLanguageModel(TransformerLanguageModel):
         add_locality_args(parser)
 
     @classmethod
+    @exit_on_config_error  # fairseq-train: the message and exit status 2, no traceback
     def build_model(cls, args, task):
         args = as_namespace(args)
         localness_lm_base(args)

@@ -10,16 +10,9 @@ from typing import Any, Callable, Dict, Tuple
 from fairseq.models import register_model
 from fairseq.models.transformer import transformer_iwslt_de_en, transformer_wmt_en_de, transformer_wmt_en_de_big
 
-from ..attention.registry import LocalityConfigError
-from ..layers.man import (
-    MAN_DEFAULTS,
-    SIZE_SETTINGS,
-    MANDecoderLayer,
-    MANEncoderLayer,
-    add_man_args,
-    man_base_architecture,
-    read_man_options,
-)
+from ..attention.errors import exit_on_config_error
+from ..attention.options import add_option_args, read_option, read_options
+from ..layers.man import MAN_PREFIX, MANDecoderLayer, MANEncoderLayer, MANOptions, man_base_architecture
 from .base import LocalnessTransformerDecoder, LocalnessTransformerEncoder, LocalnessTransformerModel, as_namespace, register_locality_architectures
 
 logger = logging.getLogger(__name__)
@@ -52,16 +45,17 @@ class MANTransformerModel(LocalnessTransformerModel):
     @classmethod
     def add_args(cls, parser):
         super().add_args(parser)
-        add_man_args(parser)
+        add_option_args(parser, MAN_PREFIX, MANOptions)
 
     @classmethod
+    @exit_on_config_error  # fairseq-train: the message and exit status 2, no traceback
     def build_model(cls, args, task):
         args = as_namespace(args)
         man_base_architecture(args)
-        options = read_man_options(args)  # validates before anything is built
+        options = read_options(args, MAN_PREFIX, MANOptions)  # validates before anything is built
         logger.info(
             "MAN layers: encoder %s, decoder %s, sizes %s, attention ReLU %s",
-            "->".join(options.encoder_order), "->".join(options.decoder_order), options.sizes, options.attention_relu,
+            "->".join(options.encoder_sublayers), "->".join(options.decoder_sublayers), options.sizes, options.attention_relu,
         )
         return super().build_model(args, task)
 
@@ -77,9 +71,7 @@ def man_size(fairseq_size: Callable[[Any], None], small: bool) -> Callable[[Any]
     """
 
     def apply(args) -> None:
-        sizes = getattr(args, "man_sizes", None) or MAN_DEFAULTS["man_sizes"]
-        if sizes not in SIZE_SETTINGS:
-            raise LocalityConfigError(f"--man-sizes: {sizes!r} is not one of {', '.join(SIZE_SETTINGS)}")
+        sizes = read_option(args, MAN_PREFIX, MANOptions, "sizes")
         released_small = small and sizes == "released"
         probe = copy.copy(args)
         fairseq_size(probe)  # the size's hidden dims, as the user's flags leave them

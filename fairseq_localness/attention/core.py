@@ -12,7 +12,8 @@ from fairseq.modules import MultiheadAttention
 from torch import Tensor, nn
 
 from .context import AttentionContext
-from .registry import AttentionSpec, LocalityConfigError, LocalityMethod
+from .errors import LocalityConfigError
+from .protocol import AttentionSpec, LocalityMethod
 
 IncrementalState = Dict[str, Dict[str, Optional[Tensor]]]
 
@@ -45,8 +46,14 @@ class LocalityAttention(MultiheadAttention):
         self.locality = nn.ModuleList(cls(options, spec) for cls, options in methods)
         self._hooks = {
             hook: [m for m in self.locality if type(m).overrides(hook)]
-            for hook in ("transform_input", "logit_bias", "transform_probs", "value_term", "mix_output", "attention_kernel")
+            for hook in ("transform_input", "transform_qk", "logit_bias", "transform_probs", "value_term", "mix_output",
+                         "output_term", "attention_kernel")
         }
+        if self._hooks["transform_qk"] and not self.self_attention:
+            raise LocalityConfigError(
+                f"{spec.attn_type} attention, layer {spec.layer}: {', '.join(m.name for m in self._hooks['transform_qk'])} "
+                "transform(s) queries and keys by their positions in one sequence, which cross attention does not have"
+            )
         self._masks_rows = any(m.masks_rows for m in self.locality)
         self._kernel = self._pick_kernel()
         #: when set to a dict, methods' analysis values (e.g. gates) of the last call are stored here
@@ -128,6 +135,10 @@ class LocalityAttention(MultiheadAttention):
         q = self._split_heads(self.q_proj(query))
         k = project(self.k_proj, key) if key is not None else None
         v = project(self.v_proj, value) if value is not None else None
+        if self._hooks["transform_qk"]:  # self-attention only (see __init__): the new keys are the queries
+            positions = self._new_key_positions(key_padding_mask, saved_state, k)
+            for method in self._hooks["transform_qk"]:  # before caching: cached keys keep their own positions
+                q, k = method.transform_qk(q, k, positions, positions)
 
         query_offset = None
         if saved_state is not None:
@@ -177,6 +188,10 @@ class LocalityAttention(MultiheadAttention):
 
         out = out.permute(2, 0, 1, 3).reshape(tgt_len, bsz, embed_dim)
         out = self.out_proj(out)
+        for method in self._hooks["output_term"]:  # (B, T, C) terms after the output projection
+            term = method.output_term(ctx)
+            if term is not None:
+                out = out + term.transpose(0, 1)
         if input_shift is not None:
             out = out + input_shift  # the layer adds its input back: x + (c - x) + attn(c) = c + attn(c)
         weights = None
@@ -203,6 +218,27 @@ class LocalityAttention(MultiheadAttention):
         if not torch.equal(grouped, first.expand_as(grouped)):
             return key, 1
         return first.squeeze(2), beam
+
+    @staticmethod
+    def _new_key_positions(key_padding_mask: Optional[Tensor], saved_state, k: Tensor) -> Tensor:
+        """(B, S_new) positions of this call's keys within their sentences, before they join the cache.
+
+        The same numbers as ``AttentionContext.key_positions`` over the extended cache (real tokens counted from
+        the first one, padding ignored): the real keys already cached come first.
+        """
+        batch, new = k.size(0), k.size(2)
+        valid = torch.ones(batch, new, dtype=torch.long, device=k.device)
+        if key_padding_mask is not None and key_padding_mask.dim() == 2:
+            valid = (~key_padding_mask.to(torch.bool)).long()
+        before = torch.zeros(batch, 1, dtype=torch.long, device=k.device)
+        prev_key = saved_state.get("prev_key") if saved_state is not None else None
+        if prev_key is not None:
+            prev_mask = saved_state.get("prev_key_padding_mask")
+            if prev_mask is not None:
+                before = (~prev_mask.to(torch.bool)).long().sum(dim=1, keepdim=True)
+            else:
+                before = before + prev_key.size(2)
+        return (before + valid.cumsum(dim=1) - 1).clamp_min(0)
 
     def _extend_cache(self, saved_state, k, v, key_padding_mask, static_kv):
         """Append new keys/values to (or reuse them from) the incremental cache, fairseq's layout."""

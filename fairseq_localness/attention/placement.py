@@ -5,15 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Tuple, Type
 
-from .registry import (
-    ATTENTION_TYPES,
-    LocalityConfigError,
-    LocalityMethod,
-    MethodOptions,
-    get_locality_method,
-    parse_layer_spec,
-    read_method_options,
-)
+from .errors import LocalityConfigError
+from .options import read_method_options
+from .protocol import ATTENTION_TYPES, LocalityMethod, MethodOptions, parse_layer_spec
+from .registry import get_locality_method
 
 
 def method_names(args: Any) -> List[str]:

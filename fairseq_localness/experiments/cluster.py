@@ -29,7 +29,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
+from .cluster_jobs import TrainJob
 from .launch import Launch, LaunchError
+from .processes import process_alive, run_processes
 
 EXTRA_HINT = 'pip install -e ".[cluster]"'
 #: record of every job submitted for a run, beside its checkpoints (or a table row's run dir)
@@ -213,20 +215,6 @@ def job_state(entry: Dict[str, Any]) -> Tuple[str, str]:
     return "failed", f"Slurm job {entry['job_id']} ended {state} without a result (log: {entry['stderr']})"
 
 
-def process_alive(pid: int) -> bool:
-    """True while PID runs (a zombie, i.e. an ended child nobody waited for yet, counts as ended)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
-
-
 def parse_sacct(output: str) -> Optional[str]:
     """The job's state from ``sacct -X -n -P -o State`` (first line; "CANCELLED by 123" -> CANCELLED)."""
     lines = [line.strip() for line in output.splitlines() if line.strip()]
@@ -292,14 +280,10 @@ def options_from_args(args: argparse.Namespace, gpus_per_node: int, nodes: int) 
 
 def submit_training(launch: Launch, plan: Dict[str, int], args: argparse.Namespace, dry_run: bool) -> int:
     """train.sh --slurm: submit one training job (or print its sbatch file with --dry-run)."""
-    from .cluster_jobs import TrainJob
-
     options = options_from_args(args, launch.gpus, launch.nodes)
     if options.gpus_per_node == 0 and options.executor == "slurm":
         raise LaunchError("--slurm trains on GPUs: give --gpus-per-node (--gpus)")
     if args.hydra_launcher:
-        from .launch import run_processes
-
         command = hydra_command(launch, plan, options)
         print(" ".join(shlex.quote(c) for c in command), flush=True)
         return 0 if dry_run else run_processes([command], cpu_workers=False)

@@ -12,78 +12,38 @@ from __future__ import annotations
 
 import os
 import shlex
-import signal
-import subprocess
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from .launch import Launch, describe
+from .processes import STOP_GRACE_S, Children, process_alive
 from .runlog import stats
 
-#: seconds fairseq gets to exit after SIGTERM before it is killed (submitit signals 120 s before the limit)
-STOP_GRACE_S = 30
 
 
 class _ChildJob:
     """A job whose work runs in child processes that ``checkpoint`` can stop before the requeue."""
 
     def __init__(self) -> None:
-        self._procs: List[subprocess.Popen] = []
+        self._children = Children()
 
     def __getstate__(self) -> Dict[str, Any]:
         state = dict(self.__dict__)
-        state["_procs"] = []  # processes do not travel with the pickled job
+        state["_children"] = Children()  # processes do not travel with the pickled job
         return state
 
     def _run(self, commands: Sequence[Sequence[str]], env: Optional[Dict[str, str]] = None) -> int:
         """Start every command (each in its own process group, so that fairseq's GPU workers stop with it),
         wait for all; if one fails, stop the others. Returns the first non-zero exit code."""
-        environment = dict(os.environ, **(env or {}))
-        self._procs = [subprocess.Popen(list(c), env=environment, start_new_session=True) for c in commands]
-        code = 0
-        for proc in self._procs:
-            rc = proc.wait()
-            if rc and not code:
-                code = rc
-                self._stop()
-        self._procs = []
+        self._children = Children().start(commands, env=dict(os.environ, **(env or {})), own_groups=True)
+        code = self._children.wait()
+        self._children = Children()
         return code
 
     def _stop(self) -> None:
-        """SIGTERM every child's process group, SIGKILL what still runs after STOP_GRACE_S. Reaps with
-        os.waitpid, not Popen.wait: this runs inside submitit's signal handler, possibly while the job's
-        own Popen.wait holds the (non-reentrant) lock of the same Popen."""
-        for proc in self._procs:
-            self._signal_group(proc, signal.SIGTERM)
-        deadline = time.time() + STOP_GRACE_S
-        for proc in self._procs:
-            while not self._reaped(proc) and time.time() < deadline:
-                time.sleep(0.2)
-            if not self._reaped(proc):
-                self._signal_group(proc, signal.SIGKILL)
-                while not self._reaped(proc):
-                    time.sleep(0.2)
-
-    @staticmethod
-    def _signal_group(proc: subprocess.Popen, signum: int) -> None:
-        try:
-            os.killpg(proc.pid, signum)  # the group outlives its leader while fairseq's workers run
-        except ProcessLookupError:
-            pass
-
-    @staticmethod
-    def _reaped(proc: subprocess.Popen) -> bool:
-        if proc.returncode is not None:
-            return True
-        try:
-            pid, status = os.waitpid(proc.pid, os.WNOHANG)
-        except ChildProcessError:
-            return True
-        if pid:
-            proc.returncode = os.waitstatus_to_exitcode(status)
-        return bool(pid)
+        self._children.stop(STOP_GRACE_S)
 
     def checkpoint(self, *args: Any, **kwargs: Any):
         """submitit's preemption/timeout hook: stop the children and requeue a fresh copy of this job."""
@@ -160,7 +120,6 @@ class EvalJob(_ChildJob):
     def wait_for_dependencies(self) -> None:
         import cloudpickle
 
-        from .cluster import process_alive
 
         for result in map(Path, self.after):
             # Slurm's afterok has waited; a shared file system may show the result file a little later

@@ -23,7 +23,10 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from .cluster import (RECORD_NAME, SlurmOptions, add_slurm_arguments, append_record, job_entry, job_state,
                       make_executor, options_from_args, read_record, sbatch_script, wait_for)
-from .launch import LaunchError, parse_train
+from .costs import gpu_hours, gpu_hours_table  # noqa: F401  (gpu_hours: re-exported for reproduce's users)
+from .launch import LaunchError
+from .plans import baseline_first
+from .train_cli import parse_train
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -78,8 +81,6 @@ def cluster_table(args: argparse.Namespace, work: Path, plans: List,
                   failed: Dict[str, str]) -> Optional[Dict[str, str]]:
     """Submit and/or collect the rows' jobs; the status text per row, or None when this is no cluster run
     (no --slurm and nothing submitted for this table in WORK). Rows that failed go into ``failed``."""
-    from .reproduce import baseline_first
-
     if args.gpu_hours:
         print(gpu_hours_table([plan.row for plan in plans]))
         args.dry_run = True  # an estimate only: reproduce stops here
@@ -210,43 +211,3 @@ def active_entry(plan, role: str) -> Optional[Dict[str, Any]]:
         return None
     entries = [e for e in read_record(plan.run_dir / RECORD_NAME) if e["role"] == role]
     return entries[-1] if entries and job_state(entries[-1])[0] == "active" else None
-
-
-# --- what a table costs ---------------------------------------------------------------------------------
-
-#: Training throughput per GPU (tokens/s) on the papers' hardware, from Yang et al. (2019) Table 2 and Sec. 4:
-#: 8 NVIDIA P40 GPUs x 4096 tokens per step, Transformer-Base 1.28 and Transformer-Big 0.61 steps/s (WMT14 En-De).
-P40_TOKENS_PER_GPU_S = {"base": 1.28 * 4096, "big": 0.61 * 4096}
-#: updates of settings that stop after max_epoch epochs, as the paper states them: Fan et al. (2021)
-#: Sec. 3.1.1, "50k update, 80k update and 80k update for transformer big, base and small"
-STATED_UPDATES = {"fan2021_wmt14_en_de_base": 80000, "fan2021_iwslt14_de_en": 80000}
-
-
-def gpu_hours(row) -> Tuple[Optional[int], int, str, Optional[float]]:
-    """(updates, tokens per update, model size, P40 GPU-hours) of one row: the setting's updates x its
-    effective batch, at the per-GPU throughput of its model size (small models counted as base)."""
-    from .launch import benchmark_values
-
-    values = benchmark_values(row.setting)
-    updates = int(values["optimization"].get("max_update") or 0) or STATED_UPDATES.get(row.setting)
-    tokens = int(values["dataset"]["max_tokens"]) * int(values["optimization"]["update_freq"][0])
-    size = "big" if "big" in f"{row.setting} {row.arch}" else "base"
-    hours = updates * tokens / P40_TOKENS_PER_GPU_S[size] / 3600 if updates else None
-    return updates, tokens, size, hours
-
-
-def gpu_hours_table(rows: List) -> str:
-    lines = ["| Row | Setting | Updates | Tokens/update | Model | P40 GPU-hours |", "|---|---|---|---|---|---|"]
-    total = 0.0
-    for row in rows:
-        updates, tokens, size, hours = gpu_hours(row)
-        total += hours or 0.0
-        lines.append(f"| {row.id} | {row.setting} | {updates or 'n/a (epochs)'} | {tokens} | {size} | "
-                     f"{'n/a' if hours is None else f'{hours:.0f}'} |")
-    lines.append(f"| total | | | | | {total:.0f} |")
-    return "\n".join(lines + [
-        "", "GPU-hours = updates x tokens/update / (tokens/s per GPU), with the papers' P40 throughput "
-        "(Yang et al. 2019, Table 2: 8 GPUs x 4096 tokens at 1.28 steps/s base, 0.61 big); "
-        "a locality method adds 5-18% (same table: CSANs 1.22 base, 0.50 big). Epoch-trained settings: "
-        "the paper's stated updates. Newer GPUs are faster: rescale with the ups (updates/s) of your "
-        "first log lines (docs/cluster.md)."])

@@ -36,17 +36,18 @@ import os
 import platform
 import re
 import shlex
-import subprocess
 import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..paths import CONFIG_DIR, SCRIPTS_DIR
-from .launch import LaunchError, Launch, arch_configs, benchmark_values, benchmarks, parse_train
+from .launch import LaunchError, Launch, arch_configs, benchmark_values, benchmarks
+from .processes import stream
+from .train_cli import parse_train
 from .runlog import stats
 
 COMPARE_FILE = CONFIG_DIR / "compare.yaml"
@@ -98,6 +99,7 @@ class Grid:
     gpus: int = 0
     fp16: bool = False
     prepare: Optional[str] = None  # the corpus's data-prep command, for the error when its data-bin is missing
+    length_buckets: List[int] = field(default_factory=list)  # upper edges of the source-length buckets of buckets.md
 
     @property
     def root(self) -> Path:
@@ -154,6 +156,16 @@ def parse_seeds(text: str) -> List[int]:
     return seeds
 
 
+def parse_edges(text: str) -> List[int]:
+    try:
+        edges = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise CompareError(f"--length-buckets {text!r}: give increasing word counts, e.g. 10,20,30") from None
+    if not edges or edges != sorted(set(edges)) or edges[0] < 1:
+        raise CompareError(f"--length-buckets {text!r}: give increasing positive word counts, e.g. 10,20,30")
+    return edges
+
+
 def model_flags(arch: str) -> set:
     """The option names (dests) that ARCH's fairseq model accepts."""
     import fairseq_localness  # noqa: F401  (registers the architectures)
@@ -200,11 +212,9 @@ def has_test_split(data_bin: Path) -> bool:
 
 
 def validate(grid: Grid) -> None:
-    """Everything that can be checked before training: data, recipe keys, every architecture's flags and
-    options, and the run directories (the guard of :mod:`.rundir`)."""
-    from .reproduce import parser_error
-    from .tables import overrides_as_flags
-
+    """Everything that can be checked before training: data, the recipe's keys, every architecture's flags and
+    method options (:meth:`.launch.Launch.validate` composes each run's config as fairseq-hydra-train would), and
+    the run directories (the guard of :mod:`.rundir`)."""
     if not grid.data_bin.is_dir():
         hint = f"; prepare it with: {grid.prepare}" if grid.prepare else " (prepare it with data-prep/, see docs/compare.md)"
         raise CompareError(f"--data {grid.data_bin}: no such directory{hint}")
@@ -213,43 +223,11 @@ def validate(grid: Grid) -> None:
                            "(dict.*.txt and test.*.idx)")
     if grid.baseline not in grid.archs:
         raise CompareError(f"--baseline {grid.baseline} is not one of --archs ({', '.join(grid.archs)})")
-    from .launch import compose
-
-    for arch in grid.archs:
-        spec = RunSpec(arch, grid.norms[0], grid.seeds[0])
-        launch = launch_of(grid, spec)
+    for spec in grid.runs():
         try:
-            cfg = compose(grid.recipe, arch, launch.overrides, recipe_dir=launch.recipe_dir)
-        except Exception as err:  # Hydra's composition errors name the key ("full_key: optimization.max_epochs")
-            raise CompareError(f"recipe {grid.recipe} with {arch}: {composition_error(err)}") from None
-        model = {k: v for k, v in cfg.model.items() if k != "_name" and v is not None}
-        flags = overrides_as_flags([f"model.{k}={_flag_value(v)}" for k, v in model.items()])
-        error = parser_error(arch, flags)
-        if error:
-            raise CompareError(f"recipe {grid.recipe} with {arch}: {error}")
-        for norm in grid.norms:
-            for seed in grid.seeds:
-                try:
-                    launch_of(grid, RunSpec(arch, norm, seed)).validate()
-                except LaunchError as err:
-                    raise CompareError(str(err)) from None
-
-
-def composition_error(err: Exception) -> str:
-    """Hydra's composition error in one sentence: the key that does not exist, where it was set."""
-    text = str(err)
-    key = re.search(r"full_key: (\S+)", text) or re.search(r"override '([^']+)'", text)
-    where = re.search(r"In '([^']+)'", text)
-    if key:
-        return (f"{key.group(1)} is not a key of fairseq's configuration"
-                + (f" (set in {where.group(1)}.yaml)" if where else " (set by an override)"))
-    return " ".join(line.strip() for line in text.splitlines() if line.strip())
-
-
-def _flag_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
+            launch_of(grid, spec).validate()
+        except LaunchError as err:
+            raise CompareError(f"recipe {grid.recipe} with {spec.arch}: {err}") from None
 
 
 # --- running ------------------------------------------------------------------------------------------------
@@ -285,25 +263,6 @@ def _duration(seconds: float) -> str:
     return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
 
 
-def stream(command: List[str], log: Path, env: Dict[str, str], on_line=None) -> int:
-    """Run ``command`` with its output appended to ``log``; ``on_line`` sees every line."""
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "a", encoding="utf-8") as out:
-        out.write(f"\n# {datetime.datetime.now().isoformat(timespec='seconds')} {shlex.join(command)}\n")
-        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                                errors="replace")
-        try:
-            for line in proc.stdout:
-                out.write(line)
-                if on_line:
-                    on_line(line)
-        except BaseException:
-            proc.terminate()
-            proc.wait()
-            raise
-        return proc.wait()
-
-
 def run_one(grid: Grid, spec: RunSpec, index: int, progress: Progress) -> Optional[str]:
     """Train (or resume) and evaluate one run; the failure text, or None."""
     start = time.time()
@@ -321,7 +280,9 @@ def run_one(grid: Grid, spec: RunSpec, index: int, progress: Progress) -> Option
         except LaunchError as err:
             return str(err)
         resumed = (run_dir / "checkpoints" / "checkpoint_last.pt").exists()
-        progress.say(f"{tag}: {'resuming from checkpoint_last.pt' if resumed else 'training'}")
+        progress.say(f"{tag}: " + ("its checkpoint is at the recipe's max_update: trained" if launch.already_trained
+                                   else "resuming from checkpoint_last.pt" if resumed else "training"))
+    if not trained.exists() and not launch.already_trained:
         state: Dict[str, Any] = {"first": None}  # (updates, time) of the first log line: a resumed run starts late
 
         def on_line(line: str) -> None:
@@ -346,6 +307,7 @@ def run_one(grid: Grid, spec: RunSpec, index: int, progress: Progress) -> Option
         code = stream(commands[0], run_dir / "train.log", env, on_line)
         if code != 0:
             return f"training failed (exit {code}; see {run_dir / 'train.log'}); rerun to resume"
+    if not trained.exists():
         trained.write_text(datetime.datetime.now().isoformat(timespec="seconds") + "\n")
     progress.say(f"{tag}: decoding the test set")
     evaluate = [sys.executable, "-m", "fairseq_localness.evaluation.evaluate", *evaluate_argv(grid, spec)]
@@ -613,10 +575,53 @@ def write_outputs(grid: Grid, records: List[Dict[str, Any]], rows: List[Dict[str
     if rows:
         plot(rows, grid.baseline, root / "figure.png", caption.split(";")[0])
     write_curves(grid, records)
+    if records and grid.length_buckets:
+        write_buckets(grid, records, grid.length_buckets, lowercased(grid.data_bin))
     return text
 
 
-PUBLISHED = ("table.md", "table.json", "runs.csv", "runs.json", "curves.csv", "figure.png", "curves.png")
+PUBLISHED = ("table.md", "table.json", "runs.csv", "runs.json", "curves.csv", "figure.png", "curves.png",
+             "buckets.md", "buckets.csv")
+
+
+def run_bucket_bleu(eval_dir: Path, edges: Sequence[int], lowercase: bool) -> Dict[str, Tuple[int, float]]:
+    """Tokenised BLEU of one run per source-length bucket (words of the source as fairseq-generate prints it,
+    after BPE removal): {bucket name: (sentences, BLEU)}; empty buckets are left out."""
+    from ..analyses.bleu import bucket_members, bucket_name, buckets_of, read_translations
+    from ..evaluation.scoring import HYP_TOK, read_lines, tokenized_bleu_metric
+
+    hyps, refs = read_lines(str(eval_dir / HYP_TOK)), read_lines(str(eval_dir / "ref.tok.txt"))
+    sources = read_translations(str(eval_dir / "generate-test.txt"), "S")
+    metric = tokenized_bleu_metric(lowercase)
+    scores = {}
+    for bucket, rows in bucket_members([len(s.split()) for s in sources], buckets_of(edges)).items():
+        if rows:
+            score = metric.corpus_score([hyps[i] for i in rows], [[refs[i] for i in rows]]).score
+            scores[bucket_name(bucket)] = (len(rows), round(score, 2))
+    return scores
+
+
+def write_buckets(grid: Grid, records: List[Dict[str, Any]], edges: Sequence[int], lowercase: bool) -> None:
+    """buckets.csv (every run) and buckets.md (mean over seeds per architecture): tokenised BLEU by source length."""
+    lines = ["corpus,arch,norm,seed,bucket,sentences,tokenized_bleu"]
+    means: Dict[Tuple[str, str], Dict[str, List[float]]] = {}
+    sizes: Dict[str, int] = {}
+    for record in records:
+        scores = run_bucket_bleu(Path(record["eval_dir"]), edges, lowercase)
+        for bucket, (count, bleu) in scores.items():
+            lines.append(f"{grid.label},{record['arch']},{record['norm']},{record['seed']},{bucket},{count},{bleu}")
+            means.setdefault((record["norm"], record["arch"]), {}).setdefault(bucket, []).append(bleu)
+            sizes[bucket] = count
+    (grid.root / "buckets.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    order = list(sizes)
+    table = ["| architecture | norm | " + " | ".join(f"{b} ({sizes[b]})" for b in order) + " |",
+             "|---|---|" + "---|" * len(order)]
+    for (norm, arch), per_bucket in means.items():
+        cells = [_pm(*mean_sd(per_bucket[b])) if b in per_bucket else "n/a" for b in order]
+        table.append(f"| `{arch}` | {norm} | " + " | ".join(cells) + " |")
+    caption = (f"{grid.label}: tokenized BLEU by source length in words (sentences per bucket in brackets), mean ± sd "
+               f"over seeds; {len(records)} runs; written {datetime.date.today().isoformat()} by the command of table.md.")
+    (grid.root / "buckets.md").write_text(caption + "\n\n" + "\n".join(table) + "\n", encoding="utf-8")
 
 
 def publish(grid: Grid, directory: Path) -> Path:
@@ -634,8 +639,6 @@ def publish(grid: Grid, directory: Path) -> Path:
 def write_curves(grid: Grid, records: List[Dict[str, Any]]) -> None:
     """Validation loss after every epoch of every finished run (curves.csv), and its plot (curves.png):
     the evidence that every run stopped on a plateau, not on a budget."""
-    from ..evaluation.curves import validation_losses
-
     lines = ["corpus,arch,norm,seed,epoch,updates,valid_loss"]
     series: Dict[str, List[Tuple[int, float]]] = {}
     for record in records:
@@ -724,7 +727,7 @@ def finished_records(grid: Grid) -> List[Dict[str, Any]]:
     return [collect_run(grid, spec) for spec in finished_specs(grid)]
 
 
-def claim_label(grid: Grid) -> None:
+def claim_label(grid: Grid, write: bool = True) -> None:
     """Record the recipe and data of WORK/LABEL on first use; refuse another recipe or data-bin there, so that
     every run of one table shares them."""
     record = grid.root / "grid.json"
@@ -737,8 +740,9 @@ def claim_label(grid: Grid) -> None:
             raise CompareError(f"{grid.root} holds runs of another setup ({', '.join(f'{k}: {theirs.get(k)!r}' for k in differ)}; "
                                f"{record}); their table would mix recipes. Use another --label or --work")
         return
-    grid.root.mkdir(parents=True, exist_ok=True)
-    record.write_text(json.dumps(mine, indent=1) + "\n", encoding="utf-8")
+    if write:
+        grid.root.mkdir(parents=True, exist_ok=True)
+        record.write_text(json.dumps(mine, indent=1) + "\n", encoding="utf-8")
 
 
 def lowercased(data_bin: Path) -> bool:
@@ -786,6 +790,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--train-args", default="", help="Hydra overrides for every run, one quoted string "
                         "(e.g. 'optimization.max_epoch=2' for a smoke run)")
     parser.add_argument("--eval-args", default="", help="more scripts/evaluate.sh options for every run, one quoted string")
+    parser.add_argument("--length-buckets", help="upper edges of source-length buckets (words) for buckets.md, "
+                        "e.g. 10,20,30 [the corpus's]")
     parser.add_argument("--bootstrap-samples", type=int, default=1000, help="paired bootstrap samples [1000]")
     parser.add_argument("--publish", type=Path,
                         help="also copy the table, runs, figure and learning curves to PUBLISH/LABEL (e.g. docs/results)")
@@ -833,7 +839,9 @@ def grid_from_args(args: argparse.Namespace) -> Grid:
                 baseline=args.baseline, work=args.work.resolve(),
                 evaluate_flags=evaluate_flags + shlex.split(args.eval_args),
                 train_overrides=shlex.split(args.train_args), recipe_file=recipe_file, gpus=args.gpus, fp16=args.fp16,
-                prepare=corpus["prepare"].replace("DATA_ROOT", str(args.data_root)) if corpus and not args.data else None)
+                prepare=corpus["prepare"].replace("DATA_ROOT", str(args.data_root)) if corpus and not args.data else None,
+                length_buckets=parse_edges(args.length_buckets) if args.length_buckets else
+                list((corpus or {}).get("length_buckets", [])))
     if recipe_file is not None:  # what trains is the copy beside the results (the file may change later)
         copy = grid.root / "recipe" / "benchmark" / f"{recipe}.yaml"
         text = recipe_file.read_text(encoding="utf-8")
@@ -847,7 +855,7 @@ def grid_from_args(args: argparse.Namespace) -> Grid:
 
 def cluster_plans(grid: Grid) -> List[Any]:
     """The grid's runs as reproduce's row plans, for the Slurm submission of :mod:`.cluster_tables`."""
-    from .reproduce import RowPlan
+    from .plans import RowPlan
     from .tables import Row
 
     plans = []
@@ -869,6 +877,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         grid = grid_from_args(args)
         if not args.table_only:
+            claim_label(grid, write=False)  # first: another setup in this label is the likelier mistake
             validate(grid)
             if not args.dry_run:
                 claim_label(grid)

@@ -22,7 +22,10 @@ README = REPO / "README.md"
 BEGIN, END = "<!-- compare-results -->", "<!-- /compare-results -->"
 #: the published corpora, in the README's order
 CORPORA = (("multi30k_de_en", "Multi30k de→en (test2016)"), ("kftt_ja_en", "KFTT ja→en (dev)"),
-           ("tatoeba_zh_en", "Tatoeba zh→en (fixed split)"))
+           ("tatoeba_zh_en", "Tatoeba zh→en (fixed split)"),
+           ("europarl_len_de_en", "Train short, test long: Europarl de→en, trained on sentences of at most 20 words"))
+#: corpora whose BLEU-by-length table is the point of the experiment, shown in the README (others: linked)
+BUCKETS_SHOWN = {"europarl_len_de_en"}
 
 
 def render(results: Path = RESULTS, base: Path = REPO) -> str:
@@ -33,9 +36,15 @@ def render(results: Path = RESULTS, base: Path = REPO) -> str:
         if not table.is_file():
             continue
         rel = (results / label).relative_to(base).as_posix()
+        buckets = results / label / "buckets.md"
+        by_length = ""
+        if buckets.is_file():
+            by_length = (f"\n\n{buckets.read_text(encoding='utf-8').strip()}" if label in BUCKETS_SHOWN
+                         else f" BLEU by source length: [{rel}/buckets.md]({rel}/buckets.md).")
         parts.append(f"#### {title}\n\n{table.read_text(encoding='utf-8').strip()}\n\n"
                      f"Figure: [BLEU against training speed]({rel}/figure.png); "
-                     f"[validation loss per epoch of every run]({rel}/curves.png); every run: [{rel}/runs.csv]({rel}/runs.csv).")
+                     f"[validation loss per epoch of every run]({rel}/curves.png); every run: [{rel}/runs.csv]({rel}/runs.csv)."
+                     + by_length)
     if not parts:
         return "No comparison has been published yet: `bash scripts/compare-published.sh` runs the grid."
     return "\n\n".join(parts)

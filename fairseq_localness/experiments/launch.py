@@ -18,120 +18,31 @@ Used by ``scripts/train.sh`` (``python scripts/launch.py train ...``, or the
 from __future__ import annotations
 
 import argparse
+import difflib
+import logging
 import os
+import re
 import shlex
-import signal
-import socket
-import subprocess
 import sys
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from ..paths import CONFIG_DIR, USER_DIR
+from .processes import free_port, run_processes  # noqa: F401  (run_processes: re-exported for the launcher's users)
 from .runlog import compare_main, final_train_loss, progress_main, stats, stats_main  # noqa: F401  (re-exported)
-PRIMARY_CONFIG = "localness"
-
-
-class LaunchError(RuntimeError):
-    """A bad request (unknown benchmark or arch, impossible batch split); printed without a traceback."""
-
-
-def benchmarks() -> List[str]:
-    return sorted(p.stem for p in (CONFIG_DIR / "benchmark").glob("*.yaml"))
-
-
-def arch_configs() -> List[str]:
-    return sorted(p.stem for p in (CONFIG_DIR / "arch").glob("*.yaml"))
-
-
-def recipe_path(benchmark: str, recipe_dir: Optional[Path] = None) -> Path:
-    """The file of a benchmark setting: RECIPE_DIR/benchmark/NAME.yaml where given and present, else configs/'s."""
-    if recipe_dir is not None and (Path(recipe_dir) / "benchmark" / f"{benchmark}.yaml").is_file():
-        return Path(recipe_dir) / "benchmark" / f"{benchmark}.yaml"
-    return CONFIG_DIR / "benchmark" / f"{benchmark}.yaml"
-
-
-def check_names(benchmark: str, arch: str, recipe_dir: Optional[Path] = None) -> None:
-    if not recipe_path(benchmark, recipe_dir).is_file():
-        raise LaunchError(f"unknown benchmark {benchmark!r}; configs/benchmark/ has: {', '.join(benchmarks())}")
-    if arch not in arch_configs():
-        raise LaunchError(
-            f"no config for architecture {arch!r} in configs/arch/; available: {', '.join(arch_configs())}"
-        )
-
-
-def compose(benchmark: str, arch: str, overrides: Sequence[str] = (), return_hydra_config: bool = False,
-            recipe_dir: Optional[Path] = None):
-    """The config fairseq-hydra-train would run (Hydra's compose API with fairseq's schema registered).
-
-    Leaves no global Hydra state behind: fairseq 0.12 itself still calls ``hydra.experimental.initialize``
-    (``convert_namespace_to_omegaconf``), which fails in a process where Hydra stays initialised or where a
-    ``version_base`` of 1.2 or later was declared, so both are restored on the way out.
-    """
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
-    from hydra.version import VersionBase
-
-    _register_fairseq_schema()
-    previous_base = VersionBase.instance().getbase()
-    try:
-        with warnings.catch_warnings(), initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
-            # fairseq validates the primary config against its schema by name (deprecated in Hydra, still supported)
-            warnings.simplefilter("ignore", UserWarning)
-            return hydra_compose(PRIMARY_CONFIG, overrides=[f"benchmark={benchmark}", f"arch={arch}",
-                                                            *search_path(recipe_dir), *hydra_overrides(overrides)],
-                                 return_hydra_config=return_hydra_config)
-    finally:
-        VersionBase.instance().version_base = previous_base
-
-
-_schema_registered = False
-
-
-def _register_fairseq_schema() -> None:
-    global _schema_registered
-    if not _schema_registered:
-        from fairseq.dataclass.initialize import hydra_init
-
-        hydra_init(PRIMARY_CONFIG)
-        _schema_registered = True
-
-
-def search_path(recipe_dir: Optional[Path]) -> List[str]:
-    """Hydra's override that adds a directory of recipes (``DIR/benchmark/NAME.yaml``) to the config search path."""
-    return [f"hydra.searchpath=[file://{Path(recipe_dir).resolve()}]"] if recipe_dir is not None else []
-
-
-def hydra_overrides(overrides: Sequence[str]) -> List[str]:
-    """Model options are open-ended (every method adds its own), so ``model.x=v`` is sent as ``++model.x=v``
-    (set, or add when the architecture config does not mention it)."""
-    return [f"++{o}" if o.startswith("model.") else o for o in overrides]
-
-
-def benchmark_values(benchmark: str, recipe_dir: Optional[Path] = None) -> Dict:
-    """A benchmark file with the files of its defaults list merged in (read as plain YAML, so that the
-    launcher's arithmetic needs neither fairseq nor Hydra; tests check it against :func:`compose`)."""
-    import yaml
-
-    def load(path: Path) -> Dict:
-        data = yaml.safe_load(path.read_text()) or {}
-        merged: Dict = {}
-        for entry in data.pop("defaults", []):
-            if isinstance(entry, str) and entry != "_self_":
-                merge(merged, load(CONFIG_DIR / (entry.lstrip("/") + ".yaml")))
-        return merge(merged, data)
-
-    def merge(into: Dict, other: Dict) -> Dict:
-        for key, value in other.items():
-            if isinstance(value, dict) and isinstance(into.get(key), dict):
-                merge(into[key], value)
-            else:
-                into[key] = value
-        return into
-
-    return load(recipe_path(benchmark, recipe_dir))
+from .recipes import (  # noqa: F401  (the launcher's vocabulary, re-exported for its users)
+    PRIMARY_CONFIG,
+    LaunchError,
+    arch_configs,
+    benchmark_values,
+    benchmarks,
+    check_names,
+    compose,
+    hydra_overrides,
+    recipe_path,
+    search_path,
+)
 
 
 def split_batch(effective_tokens: int, world_size: int, max_tokens: int) -> int:
@@ -151,6 +62,84 @@ def split_batch(effective_tokens: int, world_size: int, max_tokens: int) -> int:
             f"{effective_tokens / per_step:g}. {hint}"
         )
     return effective_tokens // per_step
+
+
+#: fp16 settings that need CUDA: config key -> (fairseq flag, what it asks for)
+FP16_SETTINGS = {
+    "common.fp16": ("--fp16", "fp16 training"),
+    "common.memory_efficient_fp16": ("--memory-efficient-fp16", "fp16 training"),
+    "common.amp": ("--amp", "fp16 mixed-precision (AMP) training"),
+}
+#: fairseq-train's precision flags, accepted by train.sh as their Hydra overrides
+PRECISION_FLAGS = {flag: f"{key}=true" for key, (flag, _) in FP16_SETTINGS.items()}
+PRECISION_FLAGS["--bf16"] = "common.bf16=true"
+
+#: Launch.check_config's outcome per (benchmark, arch, overrides, recipe dir, GPUs?): None or the error
+_config_checks: Dict[tuple, Optional[str]] = {}
+
+
+def _truthy(value) -> bool:
+    return value is True or str(value).strip().lower() in ("true", "1", "yes", "on")
+
+
+def config_keys(cfg) -> set:
+    """Every dotted key of a composed config (``optimization``, ``optimization.max_update``, ...)."""
+    from omegaconf import OmegaConf
+
+    keys: set = set()
+
+    def walk(node, prefix: str) -> None:
+        if isinstance(node, dict):
+            for name, value in node.items():
+                keys.add(prefix + str(name))
+                walk(value, f"{prefix}{name}.")
+
+    walk(OmegaConf.to_container(cfg, resolve=False), "")
+    return keys
+
+
+def closest_keys(key: str, keys) -> List[str]:
+    """Existing keys a misspelt ``key`` probably meant: the same last component in another section
+    (``optimisation.max_update``), else the closest spellings (``optimization.max_updat``)."""
+    leaf = key.rsplit(".", 1)[-1]
+    same_leaf = [k for k in keys if k.rsplit(".", 1)[-1] == leaf and k != key]
+    if same_leaf:
+        return sorted(same_leaf, key=lambda k: -difflib.SequenceMatcher(None, key, k).ratio())[:3]
+    return difflib.get_close_matches(key, sorted(keys), n=1, cutoff=0.6)
+
+
+def model_flags(cfg) -> List[str]:
+    """The composed model options as fairseq-train flags (``model.dropout: 0.1`` -> ``--dropout 0.1``)."""
+    from .tables import overrides_as_flags
+
+    def text(value) -> str:
+        return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+    return overrides_as_flags([f"model.{k}={text(v)}" for k, v in cfg.model.items()
+                               if k != "_name" and v is not None])
+
+
+_parser_errors: Dict[tuple, Optional[str]] = {}
+
+
+def _parser_error(arch: str, flags: Tuple[str, ...], task_flags: Tuple[str, ...]) -> Optional[str]:
+    if (arch, flags, task_flags) not in _parser_errors:
+        from .fairseq_options import parser_error
+
+        _parser_errors[arch, flags, task_flags] = parser_error(arch, list(flags), list(task_flags))
+    return _parser_errors[arch, flags, task_flags]
+
+
+def model_keys(arch: str) -> List[str]:
+    """``model.<option>`` for every option of ``arch``'s model (its ``add_args``)."""
+    from fairseq.models import ARCH_MODEL_REGISTRY
+
+    parser = argparse.ArgumentParser(add_help=False)
+    try:
+        ARCH_MODEL_REGISTRY[arch].add_args(parser)
+    except Exception:  # an architecture whose options cannot be listed: no suggestion
+        return []
+    return sorted({f"model.{a.dest}" for a in parser._actions if a.dest != "help"})
 
 
 @dataclass
@@ -195,7 +184,123 @@ class Launch:
             raise LaunchError(f"--node-rank must be in 0..{self.nodes - 1}")
         if self.data is None and not any(o.startswith("task.data=") for o in self.overrides):
             raise LaunchError("give the binarized data with --data DIR (the data-bin/ written by data-prep/)")
+        self.check_config()
         self.check_save_dir()
+
+    def check_config(self) -> None:
+        """Compose the config fairseq-hydra-train would run and check it: every override names an existing
+        key (the closest one is suggested), fp16 is asked for only on GPUs, and the model options pass
+        fairseq's parser and the locality checks (each model.* key is open-ended in Hydra)."""
+        key = (self.benchmark, self.arch, tuple(self.overrides), str(self.recipe_dir), bool(self.gpus))
+        if key not in _config_checks:
+            quiet = logging.root.manager.disable
+            logging.disable(logging.INFO)  # Hydra's and fairseq's chatter while composing and parsing
+            try:
+                self._check_config()
+                _config_checks[key] = None
+            except LaunchError as err:
+                _config_checks[key] = str(err)
+            finally:
+                logging.disable(quiet)
+        if _config_checks[key] is not None:
+            raise LaunchError(_config_checks[key])
+
+    def _check_config(self) -> None:
+        try:
+            cfg = compose(self.benchmark, self.arch, self.overrides, recipe_dir=self.recipe_dir)
+        except Exception as err:  # Hydra's ConfigCompositionException, OmegaConf's errors
+            raise self.composition_error(err) from None
+        if not self.gpus:
+            for name, (flag, what) in FP16_SETTINGS.items():
+                if _truthy(cfg.common.get(name.split(".", 1)[1])):
+                    given = self.override_of(name)
+                    if given:
+                        raise LaunchError(f"{given} ({flag}): {what} needs a CUDA GPU (--gpus N); on the CPU leave it "
+                                          "out to train in fp32, or give common.bf16=true to train in bfloat16")
+                    raise LaunchError(f"{self.benchmark} sets {name}: true ({flag}), and {what} needs a CUDA GPU "
+                                      f"(--gpus N); on the CPU add {name}=false to train in fp32 (with "
+                                      "common.bf16=true: in bfloat16)")
+        self.check_model_options(cfg)
+
+    def override_of(self, key: str) -> Optional[str]:
+        """The last override of ``key`` given to this launch (``+``/``++`` prefixes allowed), or None."""
+        found = [o for o in self.overrides if o.lstrip("+~").split("=", 1)[0] == key]
+        return found[-1] if found else None
+
+    def composition_error(self, err: Exception) -> LaunchError:
+        """Hydra's composition error as one sentence; an unknown key gets the closest existing keys instead of
+        Hydra's advice to append it with '+' (fairseq would never read such a key)."""
+        text = str(err).strip()
+        first = text.splitlines()[0] if text else type(err).__name__
+        unknown = re.match(r"Could not override '([^']+)'", first)
+        if unknown:
+            key = unknown.group(1)
+            try:
+                keys = config_keys(compose(self.benchmark, self.arch, recipe_dir=self.recipe_dir))
+            except Exception:  # the recipe itself does not compose: report Hydra's error below
+                keys = set()
+            if keys and key not in keys:
+                close = closest_keys(key, keys)
+                sections = sorted(k for k in keys if "." not in k and not k.startswith("_"))
+                hint = (f"did you mean {' or '.join(repr(c) for c in close)}?" if close else
+                        f"the config's sections are {', '.join(sections)}")
+                return LaunchError(f"{self.override_of(key) or key}: no config key {key!r} in "
+                                   f"{self.benchmark} with {self.arch}; {hint}")
+            if self.override_of(key):
+                return LaunchError(f"{self.override_of(key)}: {first}")
+        in_file = re.match(r"In '([^']+)'", first)
+        full_key = re.search(r"full_key: (\S+)", text)
+        if in_file and full_key:  # a key that a config file (e.g. the benchmark or a recipe file) sets
+            return LaunchError(f"{in_file.group(1)}.yaml sets {full_key.group(1)}, which is not a key of fairseq's "
+                               f"configuration ({text.splitlines()[1].strip() if len(text.splitlines()) > 1 else first})")
+        merging = re.match(r"Error merging override (.+)$", first)
+        cause_text = str(err.__cause__).strip() if err.__cause__ is not None else ""
+        cause = cause_text.splitlines()[0] if cause_text else ""
+        if merging and cause:
+            return LaunchError(f"{merging.group(1)}: {cause}")
+        return LaunchError(f"the overrides do not fit {self.benchmark} with {self.arch}: {first}"
+                           + (f" ({cause})" if cause else ""))
+
+    def check_model_options(self, cfg) -> None:
+        """The composed model options through fairseq's training parser and the locality checks, as
+        fairseq-train would see them (:func:`.reproduce.parser_error`)."""
+        arch = cfg.model.get("_name") or self.arch
+        flags = model_flags(cfg)
+        task = cfg.task.get("_name") or "translation"
+        task_flags = ["--task", task] + (
+            ["--num-classes", str(cfg.task.get("num_classes") or 2)] if task == "sentence_prediction" else [])
+        error = _parser_error(arch, tuple(flags), tuple(task_flags))
+        if error is None:
+            return
+        unrecognized = re.search(r"unrecognized arguments: (.*)$", error)
+        if unrecognized:
+            bad = [t for t in unrecognized.group(1).split() if t.startswith("--")]
+            key = "model." + (bad[0][2:].replace("-", "_") if bad else "?")
+            close = difflib.get_close_matches(key, model_keys(arch), n=1, cutoff=0.6)
+            raise LaunchError(f"{self.override_of(key) or key}: architecture {arch} has no option {key!r}"
+                              + (f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""))
+        if error.startswith("invalid locality options: ") or error.startswith("architecture "):
+            raise LaunchError(error)
+        detail = re.search(r"error: (.*)$", error)
+        raise LaunchError(f"fairseq rejects the model options: {detail.group(1) if detail else error}")
+
+    def check_devices(self) -> None:
+        """``--gpus N`` needs N CUDA devices on this machine (not checked for a dry run or a cluster
+        submission, whose login node may have none)."""
+        if not self.gpus:
+            return
+        import torch
+
+        visible = torch.cuda.device_count()
+        if visible >= self.gpus:
+            return
+        why = ("this PyTorch build has no CUDA support" if torch.version.cuda is None else
+               f"CUDA_VISIBLE_DEVICES={os.environ['CUDA_VISIBLE_DEVICES']!r}" if "CUDA_VISIBLE_DEVICES" in os.environ
+               else "")
+        fix = ("train on the CPU without --gpus (--cpu-procs N for several processes)" if not visible
+               else f"use --gpus {visible}")
+        raise LaunchError(f"--gpus {self.gpus}: only {visible} CUDA device(s) visible"
+                          + (f" ({why})" if why else "") + f"; {fix}")
 
     def requested_max_update(self) -> Optional[int]:
         """optimization.max_update as this launch sets it (an override, else the benchmark's; 0: no limit)."""
@@ -207,12 +312,16 @@ class Launch:
     def check_save_dir(self) -> None:
         """The run-directory guard (:mod:`.rundir`): nothing is written into another architecture's run,
         or into a run further along than requested."""
-        from .rundir import RunDirError, check_run_dir
+        from .rundir import RunDirError, check_run_dir, finished
 
         try:
-            check_run_dir(Path(self.save_path), self.arch, self.requested_max_update())
+            state = check_run_dir(Path(self.save_path), self.arch, self.requested_max_update())
         except RunDirError as err:
             raise LaunchError(str(err)) from None
+        self.already_trained = finished(state, self.requested_max_update())
+
+    #: set by :meth:`validate`: the save directory holds this training, finished (fairseq is not started again)
+    already_trained: bool = False
 
     @property
     def world_size(self) -> int:
@@ -284,125 +393,27 @@ class Launch:
         ]
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+def run_here(launch: Launch, plan: Dict[str, int], dry_run: bool = False) -> int:
+    """Print the batch arithmetic and the command(s), then (unless ``dry_run``) train on this machine.
+
+    ``launch`` is validated. What ``scripts/train.sh`` does for a local run, and what ``reproduce.sh`` does for
+    each row: both build a :class:`Launch` and come here.
+    """
+    commands = launch.commands(plan)
+    print(describe(launch, plan), flush=True)
+    for command in commands:
+        print(("" if len(commands) == 1 else "[rank] ") + " ".join(shlex.quote(c) for c in command), flush=True)
+    if dry_run:
+        return 0
+    if launch.already_trained:  # resumed, fairseq would take one more update and rewrite the checkpoints
+        print(f"{launch.save_path} holds this training, finished at optimization.max_update="
+              f"{launch.requested_max_update()}: nothing to train", flush=True)
+        return 0
+    Path(launch.save_path).mkdir(parents=True, exist_ok=True)
+    return run_processes(commands, cpu_workers=not launch.gpus and launch.cpu_procs > 1)
 
 
 def describe(launch: Launch, plan: Dict[str, int]) -> str:
     device = "GPU" if launch.gpus else "CPU process"
     return (f"effective batch: {plan['effective_tokens']} tokens/update = {plan['world_size']} {device}(s) x "
             f"{plan['max_tokens']} tokens x update_freq {plan['update_freq']}")
-
-
-def run_processes(commands: List[List[str]], cpu_workers: bool) -> int:
-    """Start every command, wait for all; if one fails, stop the others. Returns the first non-zero code."""
-    env = dict(os.environ)
-    if cpu_workers:
-        env["OMP_NUM_THREADS"] = "1"  # one thread per rank: the ranks share the cores
-    procs = [subprocess.Popen(cmd, env=env, start_new_session=cpu_workers) for cmd in commands]
-    code = 0
-    try:
-        for proc in procs:
-            rc = proc.wait()
-            if rc and not code:
-                code = rc
-                for other in procs:
-                    if other.poll() is None:
-                        other.terminate()
-    except KeyboardInterrupt:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGINT)
-        for proc in procs:
-            proc.wait()
-        return 130
-    return code
-
-
-# --- command line -----------------------------------------------------------------------------------
-
-def parse_train(argv: Sequence[str]) -> Tuple[argparse.Namespace, Launch]:
-    """train.sh's arguments: the parsed options and the Launch they ask for (not yet validated)."""
-    parser = argparse.ArgumentParser(
-        prog="scripts/train.sh",
-        description="Train ARCH on a benchmark setting of configs/benchmark with the paper's effective batch "
-        "(world size x update_freq x max_tokens). Extra KEY=VALUE arguments are Hydra overrides for "
-        "fairseq-hydra-train, e.g. optimization.max_update=1000 common.fp16=true.",
-    )
-    parser.add_argument("benchmark", help="configs/benchmark/<name>.yaml, e.g. wmt14_en_de_base")
-    parser.add_argument("arch", help="configs/arch/<name>.yaml, e.g. transformer_gaussian_local_wmt_en_de")
-    parser.add_argument("--data", help="binarized data (data-prep's OUT/data-bin)")
-    parser.add_argument("--save-dir", help="checkpoint directory (default: checkpoints/BENCHMARK/ARCH)")
-    parser.add_argument("--gpus", "--gpus-per-node", type=int, default=0, help="GPUs per node (0: train on the CPU)")
-    parser.add_argument("--nodes", type=int, default=1, help="number of nodes (run the command on every node)")
-    parser.add_argument("--node-rank", type=int, default=0, help="this node's rank, 0..nodes-1")
-    parser.add_argument("--master-addr", default="127.0.0.1", help="address of node 0")
-    parser.add_argument("--master-port", type=int, help="a free TCP port on node 0")
-    parser.add_argument("--cpu-procs", type=int, default=1,
-                        help="CPU training with N processes (gloo, one thread each)")
-    parser.add_argument("--max-tokens", type=int, help="tokens per device and step (default: the config's)")
-    parser.add_argument("--effective-tokens", type=int,
-                        help="tokens per update to keep (default: the paper's, max_tokens x update_freq of the config)")
-    parser.add_argument("--dry-run", action="store_true",
-                        help="print the command(s) without running them (every node's, with --nodes; "
-                        "the sbatch file, with --slurm)")
-    from .cluster import add_slurm_arguments
-
-    add_slurm_arguments(parser)
-    args, overrides = parser.parse_known_args(argv)
-    unknown = [o for o in overrides if o.startswith("-")]
-    if unknown:
-        parser.error(f"unknown option(s): {' '.join(unknown)}")
-    launch = Launch(
-        benchmark=args.benchmark, arch=args.arch, data=args.data, save_dir=args.save_dir, gpus=args.gpus,
-        nodes=args.nodes, node_rank=args.node_rank, master_addr=args.master_addr, master_port=args.master_port,
-        cpu_procs=args.cpu_procs, max_tokens=args.max_tokens, effective_tokens=args.effective_tokens,
-        overrides=overrides,
-    )
-    return args, launch
-
-
-def train_main(argv: Sequence[str]) -> int:
-    from .cluster import node_commands, submit_training
-
-    args, launch = parse_train(argv)
-    on_cluster = args.slurm or args.local_executor
-    if on_cluster and launch.master_port is None:
-        launch.master_port = 0  # a Slurm job derives node 0's port from its job id (cluster_jobs.TrainJob)
-    try:
-        launch.validate()
-        plan = launch.plan()
-        if on_cluster:
-            print(describe(launch, plan), flush=True)
-            return submit_training(launch, plan, args, dry_run=args.dry_run)
-    except LaunchError as err:
-        print(f"train.sh: error: {err}", file=sys.stderr)
-        return 2
-    commands = launch.commands(plan)
-    print(describe(launch, plan), flush=True)
-    if launch.nodes > 1 and args.dry_run:
-        # one command per node, identical but for the rank: start each on its node (docs/cluster.md)
-        for rank, command in node_commands(launch, plan):
-            print(f"[node {rank}] " + " ".join(shlex.quote(c) for c in command), flush=True)
-        return 0
-    for command in commands:
-        print(("" if len(commands) == 1 else "[rank] ") + " ".join(shlex.quote(c) for c in command), flush=True)
-    if args.dry_run:
-        return 0
-    Path(launch.save_path).mkdir(parents=True, exist_ok=True)
-    return run_processes(commands, cpu_workers=not launch.gpus and launch.cpu_procs > 1)
-
-
-def main(argv: Sequence[str]) -> int:
-    commands = {"train": train_main, "stats": stats_main, "progress": progress_main, "compare": compare_main}
-    if not argv or argv[0] not in commands:
-        print(f"usage: launch.py {{{','.join(commands)}}} ...", file=sys.stderr)
-        return 2
-    return commands[argv[0]](argv[1:])
-
-
-def console_main() -> int:
-    """``fairseq-localness-launch`` entry point."""
-    return main(sys.argv[1:])

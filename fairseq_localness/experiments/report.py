@@ -155,6 +155,14 @@ _HEADERS = {"bleu": "BLEU", "bleu_delta": "BLEU Δ", "params": "Params (M)", "pa
             "sync": "Sync.", "semc": "Semc.", **{task: task for task in PROBING_TASKS}}
 
 
+def _data_name(evaluation) -> str:
+    """The data set, its data-prep script and, where the setting names one, the corpus the paper trained on."""
+    name = _DATA_SCRIPTS.get(evaluation.data, evaluation.data)
+    if not getattr(evaluation, "corpus", None):
+        return name
+    return f"{name[:-1]}, corpus `{evaluation.corpus}`)" if name.endswith(")") else f"{name} (corpus `{evaluation.corpus}`)"
+
+
 def _scoring(evaluation) -> str:
     """How a setting's rows are scored, in words (docs/reproduce.md)."""
     if evaluation.task == "translation":
@@ -185,7 +193,7 @@ def _scoring(evaluation) -> str:
 def docs_tables(tables_data: Dict) -> str:
     """One section per table: what it trains, on which data, how it is scored, the expected GPU-hours and
     the paper's numbers. ``python -m fairseq_localness.experiments.report`` prints it."""
-    from .cluster_tables import gpu_hours
+    from .costs import gpu_hours
     from .tables import evaluation_of, table_rows
 
     out: List[str] = []
@@ -199,7 +207,7 @@ def docs_tables(tables_data: Dict) -> str:
             evaluations = [evaluation_of(tables_data, s) for s in sorted({r.scored_by for r in scored})]
             # probing: the translation data its encoders are trained on, too
             trained_on = [evaluation_of(tables_data, r.setting) for r in scored if r.setting and r.scored_by != r.setting]
-            data = sorted({_DATA_SCRIPTS.get(e.data, e.data) for e in evaluations + trained_on})
+            data = sorted({_data_name(e) for e in evaluations + trained_on})
             scoring = sorted({_scoring(e) for e in evaluations})
             hours = sum(gpu_hours(r)[3] or 0 for r in trained)
             quoted = sum(1 for r in rows if r.quoted)

@@ -11,7 +11,9 @@ modelling (perplexity), probing (accuracy of probes on the frozen encoder) and s
 A row whose ``eval-SPLIT/scores.json`` exists is finished and not rerun; an interrupted training
 resumes from its last checkpoint. Rows the paper only quotes are listed
 with their numbers; rows whose method is not in the plugin yet (``pending``) or that fairseq
-rejects are listed with the reason. Nothing is skipped silently. The table is written as
+rejects are listed with the reason. Nothing is skipped silently. A data-bin whose recorded corpus
+(``prep-info.json``) is not the one the setting's ``corpus`` names stops the run before training
+(exit status 2) unless ``--allow-other-corpus``, which marks the report. The table is written as
 ``WORK/PAPER/tableT.{md,csv,json}``.
 """
 
@@ -21,13 +23,25 @@ import argparse
 import shlex
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from ..paths import SCRIPTS_DIR, USER_DIR
 from . import report
-from .launch import arch_configs, benchmarks
+from .fairseq_options import parser_error, setting_task_flags  # noqa: F401  (re-exported: reproduce's vocabulary)
+from .plans import (  # noqa: F401  (re-exported: reproduce's vocabulary)
+    SCRIPTS,
+    CorpusCheck,
+    RowPlan,
+    baseline_first,
+    corpus_checks,
+    has_binarized_data,
+    missing_reason,
+    plan_row,
+    read_scores,
+    recorded_corpus,
+    row_metrics,
+    status_of,
+)
 from .runlog import stats
 from .tables import (
     SWEEPS_FILE,
@@ -45,167 +59,13 @@ from .tables import (
     with_sweeps,
 )
 
-SCRIPTS = SCRIPTS_DIR
 __all__ = ["TABLES_FILE", "load_tables", "overrides_as_flags", "table_rows", "missing_reason", "plan_row", "main"]
-
-
-def missing_reason(row: Row, tables: Optional[Dict] = None) -> Optional[str]:
-    """Why a row is not trained in this checkout, or None when fairseq accepts it as configured."""
-    if row.quoted:
-        return f"published only: the paper quotes {row.quoted}"
-    if row.pending:
-        return f"not yet trainable: {row.pending}"
-    if not row.arch:
-        return "no architecture given"
-    if row.setting not in benchmarks():
-        return f"no setting config configs/benchmark/{row.setting}.yaml"
-    if tables is not None:
-        try:
-            evaluation_of(tables, row.scored_by)  # every valid evaluation task is scored (score_task.sh)
-        except TableError as err:
-            return str(err)
-    if row.arch not in arch_configs():
-        return f"no architecture config configs/arch/{row.arch}.yaml"
-    try:
-        flags = setting_model_flags(row.setting) + row.flags()
-    except TableError as err:
-        return str(err)
-    return parser_error(row.arch, flags, setting_task_flags(row.setting))
-
-
-def setting_task_flags(setting: str) -> List[str]:
-    """The fairseq task a benchmark setting trains (``task._name``) with the options its parser needs."""
-    from .launch import benchmark_values
-
-    task = benchmark_values(setting).get("task") or {}
-    name = task.get("_name", "translation")
-    return ["--task", name] + (["--num-classes", str(task.get("num_classes", 2))] if name == "sentence_prediction" else [])
-
-
-def parser_error(arch: str, flags: Sequence[str], task_flags: Sequence[str] = ("--task", "translation")) -> Optional[str]:
-    """Parse ``--arch ARCH FLAGS`` with fairseq's training parser (as fairseq-train would, for the
-    setting's task), then validate the locality placement; return the error or None."""
-    import contextlib
-    import io
-
-    import fairseq_localness  # noqa: F401  (registers the architectures)
-    from fairseq import options
-    from fairseq.models import ARCH_MODEL_REGISTRY
-
-    if arch not in ARCH_MODEL_REGISTRY:
-        return f"architecture {arch} is not registered (not implemented yet)"
-    stderr = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(stderr):
-            parser = options.get_training_parser()
-            args = options.parse_args_and_arch(
-                parser, ["data-bin", *task_flags, "--user-dir", str(USER_DIR), "--arch", arch, *flags]
-            )
-    except SystemExit:
-        message = stderr.getvalue().strip().splitlines()
-        return f"fairseq rejects the flags {' '.join(flags)}: {message[-1] if message else 'parse error'}"
-    if getattr(args, "locality_methods", None) is not None:
-        from fairseq_localness.attention.placement import LocalityPlan
-        from fairseq_localness.attention.registry import LocalityConfigError
-
-        try:
-            LocalityPlan.from_args(args)
-        except LocalityConfigError as err:
-            return f"invalid locality options: {err}"
-    return None
-
-
-@dataclass
-class RowPlan:
-    row: Row
-    run_dir: Path
-    data_bin: Path
-    train: List[str]
-    evaluate: List[str]
-    metric: str
-
-    @property
-    def eval_dir(self) -> Path:
-        return self.run_dir / f"eval-{self.row.split}"
-
-    @property
-    def scores(self) -> Path:
-        return self.eval_dir / "scores.json"
-
-
-def plan_row(row: Row, tables: Dict, work: Path, data_root: Path, launcher: List[str]) -> RowPlan:
-    evaluation = evaluation_of(tables, row.scored_by)
-    training = evaluation_of(tables, row.setting) if row.scored_by != row.setting else evaluation
-    run_dir = work / row.paper / table_dirname(row.table) / row.id
-    data_bin = data_root / training.data / "data-bin"  # probing: the translation data its encoder is trained on
-    train = ["bash", str(SCRIPTS / "train.sh"), row.setting, row.arch, "--data", str(data_bin),
-             "--save-dir", str(run_dir / "checkpoints"), *launcher, *row.overrides]
-    script = "evaluate.sh" if evaluation.task == "translation" else "score_task.sh"
-    evaluate = ["bash", str(SCRIPTS / script), str(run_dir / "checkpoints"), str(data_bin),
-                *evaluation.evaluate_flags(row.split), "--out", str(run_dir / f"eval-{row.split}")]
-    if evaluation.task == "probing":  # the probing files, and the BPE / casing of the encoder's training data
-        evaluate += ["--probing-tasks", str(data_root / evaluation.data), "--prep-dir", str(data_root / training.data)]
-    if row.baseline and evaluation.task == "translation":  # the paired bootstrap test reads the baseline's output
-        evaluate += ["--baseline-hyp", str(run_dir.parent / row.baseline / f"eval-{row.split}")]
-    return RowPlan(row, run_dir, data_bin, train, evaluate, evaluation.metric)
-
-
-def row_metrics(rows: List[Row], tables: Dict) -> Dict[str, str]:
-    """The metric each row is reported in: its setting's, and for rows without one (quoted from other papers)
-    the metric of the table's other rows."""
-    metrics: Dict[str, str] = {}
-    for row in rows:
-        try:
-            metrics[row.id] = evaluation_of(tables, row.scored_by).metric if row.scored_by else ""
-        except (TableError, TypeError):
-            metrics[row.id] = ""
-    shared = next((m for m in metrics.values() if m), "tokenized_bleu")
-    return {row_id: metric or shared for row_id, metric in metrics.items()}
-
-
-def has_binarized_data(data_bin: Path) -> bool:
-    """fairseq-preprocess's dictionaries: dict.SRC.txt / dict.TGT.txt (translation), dict.txt (language
-    modelling) or input0/dict.txt and label/dict.txt (sentence_prediction)."""
-    return any(data_bin.glob("dict.*.txt")) or (data_bin / "dict.txt").is_file() or \
-        ((data_bin / "input0" / "dict.txt").is_file() and (data_bin / "label" / "dict.txt").is_file())
-
-
-def read_scores(path: Path) -> Dict:
-    import json
-
-    if not path.exists():
-        return {}
-    with open(path, encoding="utf-8") as handle:
-        return json.load(handle)
 
 
 def run(command: List[str]) -> int:
     print("+ " + " ".join(shlex.quote(c) for c in command), flush=True)
     return subprocess.call(command)
 
-
-def baseline_first(plans: List[RowPlan]) -> List[RowPlan]:
-    """Rows in an order where every row's baseline is trained and scored before it."""
-    ids = {plan.row.id: plan for plan in plans}
-
-    def depth(plan: RowPlan, seen: int = 0) -> int:
-        base = ids.get(plan.row.baseline or "")
-        return 0 if base is None or seen > len(ids) else 1 + depth(base, seen + 1)
-
-    return sorted(plans, key=depth)
-
-
-def status_of(plan: Optional[RowPlan], reason: Optional[str], failed: Dict[str, str], row: Row) -> str:
-    if reason:
-        return reason
-    assert plan is not None
-    if plan.scores.exists():
-        return "done"
-    if row.id in failed:
-        return f"failed: {failed[row.id]}"
-    if (plan.run_dir / "checkpoints" / "checkpoint_last.pt").exists():
-        return "training/evaluation incomplete"
-    return "not run"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -232,6 +92,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--sweeps", type=Path, default=None,
                         help="the sweep figures (fig<N>, trained like tables, no published numbers) [with the shipped "
                         f"tables file: {SWEEPS_FILE}; with your own --tables: none]")
+    parser.add_argument("--allow-other-corpus", action="store_true",
+                        help="train even where a data-bin's corpus (its prep-info.json) is not the one the paper trained "
+                        "on, e.g. WMT17 Zh-En prepared with --nc-only; the report is marked 'trained on <corpus>, not the "
+                        "paper's'")
     from .cluster_tables import add_arguments as add_cluster_arguments  # --slurm ... (docs/cluster.md)
 
     add_cluster_arguments(parser)
@@ -291,6 +155,26 @@ def main(argv: Sequence[str]) -> int:
         if row.id in reasons:
             kind = "PUBLISHED-ONLY" if row.quoted else ("PENDING" if row.pending else "MISSING")
             print(f"{kind} {row.id} ({row.name}): {reasons[row.id]}")
+
+    # the paper's training corpus, where data-prep also makes a reduced one (configs/paper_tables.yaml, `corpus`)
+    checks = corpus_checks([plans[r.id] for r in trained], tables)
+    for check in checks:
+        print(check.line())
+    other = [c for c in checks if c.other]
+    if other and not args.allow_other_corpus:
+        message = "; ".join(f"{c.data_bin} holds {c.found_name}, not the paper's {c.expected}" for c in other)
+        if args.dry_run:
+            print(f"NOTE: training would stop here: {message} (rerun data-prep for the paper's corpus, or pass "
+                  "--allow-other-corpus)")
+        else:
+            print(f"ERROR: {message}.\nThe paper's numbers come from the corpus its setting names: prepare it (see "
+                  "docs/data.md), or pass --allow-other-corpus to train on this data anyway (the report is then marked "
+                  "as trained on another corpus).", file=sys.stderr)
+            return 2
+    for check in other:
+        title += f" [trained on {check.found_name}, not the paper's {check.expected}]"
+        print(f"NOTE: --allow-other-corpus: {check.data} is {check.found_name}, not the paper's {check.expected}; "
+              "the report says so")
 
     failed: Dict[str, str] = {}
     # cluster runs (docs/cluster.md): --slurm submits the rows as jobs; a work dir with submitted jobs is collected

@@ -79,13 +79,16 @@ def _checkpoint_state(path: Path) -> RunState:
     return RunState(arch, updates, path)
 
 
-def check_run_dir(save_dir: Path, arch: str, max_update: Optional[int], fresh_hint: str = "--save-dir") -> None:
+def check_run_dir(save_dir: Path, arch: str, max_update: Optional[int],
+                  fresh_hint: str = "--save-dir") -> Optional[RunState]:
     """Refuse (:class:`RunDirError`) a run directory that holds another architecture's run, or a run
     further along than ``max_update`` (0 or None: no update limit). An empty or missing directory, or a
-    run of ``arch`` that this training continues, passes."""
+    run of ``arch`` that this training continues, passes; the state found is returned (None: no run).
+    A run already at ``max_update`` passes too, and :func:`finished` tells the caller not to start fairseq:
+    resumed, fairseq would take one more update before it checks the limit, and rewrite the checkpoints."""
     state = read_run_state(Path(save_dir))
     if state is None:
-        return
+        return None
     fresh = (f"choose another {fresh_hint}, or move {save_dir} away to start fresh; "
              "nothing in it was changed")
     if state.arch is not None and state.arch != arch:
@@ -95,5 +98,11 @@ def check_run_dir(save_dir: Path, arch: str, max_update: Optional[int], fresh_hi
     if max_update and state.num_updates > max_update:
         raise RunDirError(
             f"{save_dir} holds a training at {state.num_updates} updates ({state.source.name}), further than the "
-            f"requested max_update={max_update}: fairseq would stop at once and report the {state.num_updates}-update "
-            f"model. Raise max_update to continue that training, or {fresh}")
+            f"requested max_update={max_update}: fairseq would train one more update, stop, and leave a "
+            f"{state.num_updates + 1}-update model in its place. Raise max_update to continue that training, or {fresh}")
+    return state
+
+
+def finished(state: Optional[RunState], max_update: Optional[int]) -> bool:
+    """Whether a run (of the requested architecture) has reached ``max_update`` already."""
+    return bool(state is not None and max_update and state.source.suffix == ".pt" and state.num_updates >= max_update)

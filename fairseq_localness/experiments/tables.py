@@ -14,6 +14,7 @@ from typing import Dict, List, Optional
 import yaml
 
 from ..paths import CONFIG_DIR
+from .recipes import benchmark_values
 
 TABLES_FILE = CONFIG_DIR / "paper_tables.yaml"
 SWEEPS_FILE = CONFIG_DIR / "paper_sweeps.yaml"  # the papers' sweep figures (no printed numbers), trained like tables
@@ -105,6 +106,10 @@ class Evaluation:
     # summarization: which decoding settings of the data set (``data``): released (the authors' test scripts)
     # or paper (Sec. 3.1.2 read literally); fairseq_localness/summarization/settings.py holds both
     decode: Optional[str] = None
+    # the training corpus the paper used, as data-prep records it in DATA_BIN/prep-info.json ("corpus"), where
+    # data-prep also makes a reduced or filtered variant of the data set: reproduce trains on no other (unless
+    # --allow-other-corpus); None: not checked
+    corpus: Optional[str] = None
 
     def __post_init__(self) -> None:
         if self.task not in TASK_METRICS:
@@ -254,7 +259,6 @@ def evaluation_of(tables: Dict, setting: str) -> Evaluation:
 
 def setting_model_flags(setting: str) -> List[str]:
     """The model options a benchmark setting sets (configs/benchmark/<setting>.yaml ``model:``) as fairseq flags."""
-    from .launch import benchmark_values
 
     model = benchmark_values(setting).get("model") or {}
     return overrides_as_flags([f"model.{key}={value}" for key, value in model.items()])

@@ -61,7 +61,7 @@ def run(cmd: Sequence[str], log: Path, env: Optional[Dict[str, str]] = None, che
 # ---- prepare (here, with network) ------------------------------------------------------------------------------
 
 
-def prepare(directory: Path = PREPARED, data: Path = Path("/work/shared/data/multi30k/tok")) -> None:
+def prepare(directory: Path = PREPARED, data: Path = REPO.parent / "shared" / "data" / "multi30k" / "tok") -> None:
     """Download the wheels for the GPU machine and binarize Multi30k (word level) into ``directory``."""
     wheels = directory / "wheels"
     wheels.mkdir(parents=True, exist_ok=True)

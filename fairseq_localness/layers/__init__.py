@@ -1,1 +1,2 @@
-"""Transformer layers that are more than a swapped attention module (e.g. the MAN layer's extra sub-layer)."""
+"""The Transformer layers the architectures build: fairseq's layers with LocalityAttention (:mod:`.localness`) and the
+MAN layers with their extra sub-layer (:mod:`.man`). Nothing here imports the architectures."""

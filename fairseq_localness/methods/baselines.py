@@ -38,14 +38,10 @@ from typing import Optional
 import torch
 from torch import Tensor, nn
 
-from ..attention.registry import (
-    BiasFreeLinear,
-    LocalityConfigError,
-    LocalityMethod,
-    MethodOptions,
-    large_negative,
-    register_locality_method,
-)
+from ..attention.errors import LocalityConfigError
+from ..attention.protocol import LocalityMethod, MethodOptions
+from ..attention.registry import register_locality_method
+from ..attention.tensors import BiasFreeLinear, large_negative
 from .gaussian import gaussian_bias
 
 # the paper tables apply every locality model where CSANs go: the lower three encoder layers

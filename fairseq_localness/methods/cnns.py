@@ -36,7 +36,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..attention.registry import LocalityConfigError, LocalityMethod, MethodOptions, register_locality_method
+from ..attention.errors import LocalityConfigError
+from ..attention.protocol import LocalityMethod, MethodOptions
+from ..attention.registry import register_locality_method
 
 
 @dataclass

@@ -45,7 +45,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ..attention.registry import LocalityConfigError, LocalityMethod, MethodOptions, register_locality_method
+from ..attention.errors import LocalityConfigError
+from ..attention.protocol import LocalityMethod, MethodOptions
+from ..attention.registry import register_locality_method
 
 IMPLEMENTATIONS = ("auto", "banded", "dense")
 DECODER_WINDOWS = ("left", "centred")
@@ -85,7 +87,11 @@ class Csan1dOptions(MethodOptions):
 class Csan2dOptions(Csan1dOptions):
     # the dense 2D area costs N times a plain attention, so the banded layout pays off earlier than in 1D
     banded_min_length: int = field(default=64, metadata={"help": "auto: number of keys from which to use the banded computation"})
-    heads: int = field(default=3, metadata={"help": "N, the number of adjacent heads in the area, odd (paper: 3)"})
+    # N = 3: the paper gives M = 11 only (Sec. 5.1, Fig. 2(b) varies N at M = 11); the authors' release reads the keys of
+    # heads h-1, h, h+1 (baosongyang/Context-Aware-SAN, layers/attention_conv.py lines 262-264, the band |i - j| <= 5
+    # tiled over the 3 heads at lines 274-282)
+    heads: int = field(default=3, metadata={"help": "N, the number of adjacent heads in the area, odd (the authors' release: 3, "
+                                                    "layers/attention_conv.py lines 262-264)"})
     head_edge: str = field(
         default="drop",
         metadata={"help": "heads beyond the first/last: drop (leave them out of the area, the paper) or wrap "

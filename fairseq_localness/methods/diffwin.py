@@ -44,14 +44,10 @@ from typing import Optional
 import torch
 from torch import Tensor, nn
 
-from ..attention.registry import (
-    BiasFreeLinear,
-    LocalityConfigError,
-    LocalityMethod,
-    MethodOptions,
-    large_negative,
-    register_locality_method,
-)
+from ..attention.errors import LocalityConfigError
+from ..attention.protocol import LocalityMethod, MethodOptions
+from ..attention.registry import register_locality_method
+from ..attention.tensors import BiasFreeLinear, large_negative
 
 MODES = ("add", "mul")
 MASKINGS = ("token", "segment")

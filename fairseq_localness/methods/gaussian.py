@@ -23,14 +23,10 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor, nn
 
-from ..attention.registry import (
-    BiasFreeLinear,
-    LocalityConfigError,
-    LocalityMethod,
-    MethodOptions,
-    large_negative,
-    register_locality_method,
-)
+from ..attention.errors import LocalityConfigError
+from ..attention.protocol import LocalityMethod, MethodOptions
+from ..attention.registry import register_locality_method
+from ..attention.tensors import BiasFreeLinear, large_negative
 
 WINDOW_STRATEGIES = ("query", "layer", "fixed", "head")
 

@@ -39,13 +39,10 @@ from typing import Optional
 import torch
 from torch import Tensor, nn
 
-from ..attention.registry import (
-    BiasFreeLinear,
-    LocalityConfigError,
-    LocalityMethod,
-    MethodOptions,
-    register_locality_method,
-)
+from ..attention.errors import LocalityConfigError
+from ..attention.protocol import LocalityMethod, MethodOptions
+from ..attention.registry import register_locality_method
+from ..attention.tensors import BiasFreeLinear
 
 COMBINATIONS = ("gate", "concat", "local")
 CONCAT_TARGETS = ("output", "projection")

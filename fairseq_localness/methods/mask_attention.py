@@ -31,13 +31,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..attention.registry import (
-    LocalityConfigError,
-    LocalityMethod,
-    MethodOptions,
-    large_negative,
-    register_locality_method,
-)
+from ..attention.errors import LocalityConfigError
+from ..attention.protocol import LocalityMethod, MethodOptions
+from ..attention.registry import register_locality_method
+from ..attention.tensors import large_negative
 
 SELF_ATTENTION = frozenset({"encoder", "decoder"})
 SMAN_WINDOWS = ("sqrt", "fixed")

@@ -1,6 +1,6 @@
 """Fan et al. (2021)'s summarization setting (Sec. 3.1.2, Table 2), the one place docs, scripts and tests read it.
 
-Sources, cited per value: the paper's text (``/work/shared/papers/fan2021_mask_attention_networks.txt``,
+Sources, cited per value: the paper's text (``../shared/papers/fan2021_mask_attention_networks.txt`` beside the checkout,
 Sec. 3.1.2, lines 678-699 of that text) and the authors' released scripts
 (LibertFan/MAN, ``summarization/scripts/summarization/{train,test}/*-man-base-{cnndm,gigaword}.sh``).
 Where they differ, ``released`` is what the scripts run (what produced Table 2) and ``paper`` is the

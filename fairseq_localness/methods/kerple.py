@@ -1,0 +1,94 @@
+"""KERPLE: Chi, Fan, Ramadge and Rudnicky (2022), "KERPLE: Kernelized Relative Positional Embedding for Length
+Extrapolation", NeurIPS.
+
+A conditionally positive definite kernel of the distance, negated, is added to the logits of every head (the
+two kernels the paper trains; we cite no section or equation numbers because we could not check them):
+
+    power:        b_ij = -r1 |i - j|^r2,          r1 > 0,  0 < r2 <= 2
+    logarithmic:  b_ij = -r1 log(1 + r2 |i - j|), r1 > 0,  r2 > 0
+
+r1 and r2 are learned, one pair per head and layer. How they are kept in range follows the authors' released code
+(github.com/chijames/KERPLE, ``megatron/mpu/layers.py``, ``ParallelKerpleLog`` / ``ParallelKerplePower``): before
+every training forward the parameters themselves are clamped, r1, r2 >= 0.01 (and r2 <= 2 for the power kernel),
+a projection after each optimiser step rather than a reparameterisation (no softplus); the forward also clamps, so
+that a model evaluated right after an optimiser step sees values in range. Initialisation as that code:
+log kernel r1 ~ U(0, 2), r2 ~ U(0, 1); power kernel r1 ~ U(0, 1), r2 ~ U(0, 2).
+
+Our readings: the paper's models are causal language models (keys j <= i); in the bidirectional encoder the
+kernel of |i - j| is used as it stands (it is symmetric). Cross attention is refused. The bias is computed in
+float32 and floored at a large negative number, so that |i - j|^2 of long sentences cannot overflow float16.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor, nn
+
+from ..attention.errors import LocalityConfigError
+from ..attention.protocol import LocalityMethod, MethodOptions
+from ..attention.registry import register_locality_method
+from ..attention.tensors import large_negative
+
+KERNELS = ("log", "power")
+#: the released code's lower bound of r1 and r2 (``self.eps``)
+EPS = 1e-2
+
+
+@dataclass
+class KerpleOptions(MethodOptions):
+    layers: str = field(default="all", metadata={"help": "1-based layers (KERPLE: every layer)"})
+    attention: str = field(
+        default="encoder,decoder",
+        metadata={"help": "self-attention types: encoder (kernel of |i-j|, our reading), decoder (causal, the paper's)"},
+    )
+    kernel: str = field(
+        default="log",
+        metadata={"help": "log: -r1 log(1 + r2 |i-j|) (the paper's better kernel); power: -r1 |i-j|^r2",
+                  "choices": KERNELS},
+    )
+
+    def validate(self, method: str) -> None:
+        super().validate(method)
+        if "cross" in self.attention_types():
+            raise LocalityConfigError(
+                f"--{method}-attention: KERPLE is a kernel of the distance |i - j| within one sequence and is not "
+                "defined for cross attention; use encoder and/or decoder"
+            )
+
+
+@register_locality_method("kerple")
+class Kerple(LocalityMethod):
+    """-r1 log(1 + r2 |i - j|) or -r1 |i - j|^r2 with r1, r2 learned per head (Chi et al. 2022)."""
+
+    Options = KerpleOptions
+    supported_attention = frozenset({"encoder", "decoder"})
+
+    def __init__(self, options: KerpleOptions, spec):
+        super().__init__(options, spec)
+        heads = spec.num_heads
+        scale_r1, scale_r2 = (2.0, 1.0) if options.kernel == "log" else (1.0, 2.0)
+        self.r1 = nn.Parameter(torch.rand(heads) * scale_r1)
+        self.r2 = nn.Parameter(torch.rand(heads) * scale_r2)
+
+    def _bounds(self):
+        return (EPS, None), (EPS, 2.0 if self.options.kernel == "power" else None)
+
+    def constrained(self):
+        """(r1, r2) in range, float32; in training the parameters are first projected, as the authors' code does."""
+        (lo1, hi1), (lo2, hi2) = self._bounds()
+        if self.training:  # on .data, as the released code: no autograd version bump of a saved parameter
+            self.r1.data.clamp_(lo1, hi1)
+            self.r2.data.clamp_(lo2, hi2)
+        return self.r1.float().clamp(lo1, hi1), self.r2.float().clamp(lo2, hi2)
+
+    def logit_bias(self, ctx) -> Tensor:
+        r1, r2 = self.constrained()
+        r1, r2 = r1.view(1, -1, 1, 1), r2.view(1, -1, 1, 1)
+        distance = ctx.relative_positions.abs().float().unsqueeze(1)  # |i - j|, (B, 1, T, S)
+        if self.options.kernel == "log":
+            bias = -r1 * torch.log1p(r2 * distance)
+        else:
+            bias = -r1 * distance.pow(r2)
+        return bias.clamp_min(large_negative(ctx.q.dtype)).to(ctx.q.dtype)
