@@ -324,3 +324,19 @@ def test_guard_reads_a_run_that_never_reached_a_checkpoint(tmp_path, tiny_data_b
     with pytest.raises(LaunchError, match="cannot be read as a fairseq checkpoint"):
         Launch("sample_zh_en_tiny", "transformer", data=str(tiny_data_bin), save_dir=str(save_dir)).validate()
 
+
+
+def test_reading_a_run_dir_keeps_the_checkpoint_allow_list(tiny_grid):
+    """The guard reads checkpoints in the trainer's own process: afterwards every checkpoint still loads with
+    weights_only (torch's safe_globals context would remove the plugin's allow-listed classes on exit)."""
+    import argparse
+
+    import torch
+
+    from fairseq_localness.experiments.rundir import read_run_state
+
+    root, _, _ = tiny_grid
+    checkpoint = root / "work" / "tiny" / "pre" / "transformer" / "seed1" / "checkpoints" / "checkpoint_last.pt"
+    assert read_run_state(checkpoint.parent).arch == "transformer"
+    assert argparse.Namespace in torch.serialization.get_safe_globals()
+    torch.load(checkpoint, map_location="cpu", weights_only=True)

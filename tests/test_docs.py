@@ -409,6 +409,26 @@ def test_readme_has_one_example_per_paper():
         assert example[-1][0] == "fairseq-generate", f"{example_id(example)}: no fairseq-generate after training"
 
 
+def test_readme_examples_decode_as_the_tables_do():
+    """Each paper example decodes with its setting's beam and length penalty as reproduce.sh scores it, and where
+    that setting averages checkpoints the README says so next to the example."""
+    from fairseq_localness.experiments.tables import evaluation_of, load_tables
+
+    tables = load_tables()
+    for example in EXAMPLES:
+        train, generate = example[0], example[-1]
+        setting = train[2] if train[:2] == ["bash", "scripts/train.sh"] else "wmt14_en_de_base"  # the complete recipe it names
+        flags = evaluation_of(tables, setting).evaluate_flags("test")
+        for flag, default in (("--beam", "5"), ("--lenpen", "1.0")):
+            wanted = flags[flags.index(flag) + 1] if flag in flags else default
+            given = option_value(generate, flag) if flag in generate else default
+            assert float(given) == float(wanted), f"{example_id(example)}: {flag} {given}, but {setting} scores with {wanted}"
+        if "--avg-last" in flags:
+            average = f"--avg-last {flags[flags.index('--avg-last') + 1]}"
+            assert any(average in line and setting in line for line in text(README).splitlines()), \
+                f"{example_id(example)}: {setting} averages checkpoints ({average}); the README must say so"
+
+
 def option_value(command: List[str], flag: str) -> str:
     return command[command.index(flag) + 1]
 

@@ -58,11 +58,14 @@ def read_run_state(save_dir: Path) -> Optional[RunState]:
 def _checkpoint_state(path: Path) -> RunState:
     import torch
 
-    from ..compat import checkpoint_safe_globals
+    from .. import compat
 
+    # the plugin's allow-list of fairseq's checkpoint classes, added for the whole process (not
+    # torch.serialization.safe_globals(...): leaving that context removes the classes it names, even ones the
+    # plugin had allowed before, and every later checkpoint load in the process would fail)
+    compat.apply()
     try:
-        with torch.serialization.safe_globals(checkpoint_safe_globals()):
-            state = torch.load(path, map_location="cpu", mmap=True, weights_only=True)
+        state = torch.load(path, map_location="cpu", mmap=True, weights_only=True)
     except Exception as err:  # a truncated file, or not a checkpoint at all
         raise RunDirError(f"{path} cannot be read as a fairseq checkpoint ({type(err).__name__}: {err}); "
                           "move it away or choose another --save-dir") from None
