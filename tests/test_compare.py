@@ -340,3 +340,24 @@ def test_reading_a_run_dir_keeps_the_checkpoint_allow_list(tiny_grid):
     assert read_run_state(checkpoint.parent).arch == "transformer"
     assert argparse.Namespace in torch.serialization.get_safe_globals()
     torch.load(checkpoint, map_location="cpu", weights_only=True)
+
+
+def test_published_runs_are_restored_not_retrained(tiny_grid, tmp_path):
+    """A fresh checkout has the published result files but no run directories: the published runs count as
+    finished (their text files are copied back) and the table is rebuilt from them."""
+    import shutil
+
+    root, argv, _ = tiny_grid
+    published = root / "published" / "tiny"
+    for name in ("trained", "result.json", "eval-test/scores.json", "eval-test/hyp.tok.txt", "checkpoints/hydra_train.log"):
+        assert (published / "pre" / "transformer" / "seed1" / name).is_file(), name
+    assert not list(published.rglob("*.pt"))  # no checkpoint is published
+    fresh = list(argv)
+    fresh[fresh.index("--work") + 1] = str(tmp_path / "fresh-work")
+    again = run(COMPARE + fresh)
+    assert again.stdout.count("(restored from") == 4 and again.stdout.count("finished earlier, not retrained") == 4
+    assert ": training\n" not in again.stdout and "resuming" not in again.stdout
+    rows = json.loads((tmp_path / "fresh-work" / "tiny" / "table.json").read_text())["rows"]
+    before = json.loads((root / "work" / "tiny" / "table.json").read_text())["rows"]
+    assert [(r["arch"], r["tokenized_bleu"], r["params"]) for r in rows] == [(r["arch"], r["tokenized_bleu"], r["params"]) for r in before]
+    assert not list((tmp_path / "fresh-work").rglob("*.pt"))

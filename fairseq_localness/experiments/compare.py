@@ -624,8 +624,16 @@ def write_buckets(grid: Grid, records: List[Dict[str, Any]], edges: Sequence[int
     (grid.root / "buckets.md").write_text(caption + "\n\n" + "\n".join(table) + "\n", encoding="utf-8")
 
 
+#: what a finished run keeps beside the published tables (text only, no checkpoint): enough to rebuild every table,
+#: the pooled significance test, the learning curves and the BLEU by length, and to count the run as finished
+RUN_FILES = ("trained", "result.json", "checkpoints/hydra_train.log", "checkpoints/.hydra/config.yaml",
+             f"{EVAL_DIR}/scores.json", f"{EVAL_DIR}/hyp.tok.txt", f"{EVAL_DIR}/ref.tok.txt", f"{EVAL_DIR}/hyp.detok.txt",
+             f"{EVAL_DIR}/generate-test.txt", f"{EVAL_DIR}/generate-test.log")
+
+
 def publish(grid: Grid, directory: Path) -> Path:
-    """Copy the grid's result files (not its checkpoints) to DIRECTORY/LABEL."""
+    """Copy the grid's result files, and every finished run's :data:`RUN_FILES` (not its checkpoints), to
+    DIRECTORY/LABEL."""
     import shutil
 
     target = Path(directory) / grid.label
@@ -633,7 +641,41 @@ def publish(grid: Grid, directory: Path) -> Path:
     for name in PUBLISHED:
         if (grid.root / name).is_file():
             shutil.copyfile(grid.root / name, target / name)
+    for spec in finished_specs(grid):
+        relative = grid.run_dir(spec).relative_to(grid.root)
+        for name in RUN_FILES:
+            source = grid.run_dir(spec) / name
+            if source.is_file():
+                (target / relative / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(source, target / relative / name)
+    (target / "grid.json").write_text((grid.root / "grid.json").read_text(encoding="utf-8"), encoding="utf-8") \
+        if (grid.root / "grid.json").is_file() else None
     return target
+
+
+def restore_published(grid: Grid, directory: Path) -> List[RunSpec]:
+    """The runs published in DIRECTORY/LABEL that WORK/LABEL lacks (a fresh checkout, another machine): their
+    :data:`RUN_FILES` are copied back, so that they count as finished and are never trained again."""
+    import shutil
+
+    source_root = Path(directory) / grid.label
+    restored = []
+    for scores in sorted(source_root.glob(f"*/*/seed*/{EVAL_DIR}/scores.json")):
+        run_dir = scores.parent.parent
+        norm, arch, seed = run_dir.parent.parent.name, run_dir.parent.name, run_dir.name[len("seed"):]
+        if norm not in NORMS or not seed.isdigit():
+            continue
+        spec = RunSpec(arch, norm, int(seed))
+        if grid.finished(spec):
+            continue
+        for name in RUN_FILES:
+            if (run_dir / name).is_file():
+                (grid.run_dir(spec) / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(run_dir / name, grid.run_dir(spec) / name)
+        restored.append(spec)
+    if restored and not (grid.root / "grid.json").is_file() and (source_root / "grid.json").is_file():
+        shutil.copyfile(source_root / "grid.json", grid.root / "grid.json")
+    return restored
 
 
 def write_curves(grid: Grid, records: List[Dict[str, Any]]) -> None:
@@ -727,11 +769,22 @@ def finished_records(grid: Grid) -> List[Dict[str, Any]]:
     return [collect_run(grid, spec) for spec in finished_specs(grid)]
 
 
+def data_fingerprint(data_bin: Path) -> str:
+    """The data-bin's identity wherever it lies: the SHA-1 of its dictionaries and of its test split's index (the
+    same preparation on another machine or checkout gives the same fingerprint)."""
+    import hashlib
+
+    digest = hashlib.sha1()
+    for path in sorted(data_bin.glob("dict.*.txt")) + sorted(data_bin.glob("test.*.idx")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
 def claim_label(grid: Grid, write: bool = True) -> None:
     """Record the recipe and data of WORK/LABEL on first use; refuse another recipe or data-bin there, so that
     every run of one table shares them."""
     record = grid.root / "grid.json"
-    mine = {"recipe": grid.recipe, "data_bin": str(grid.data_bin), "train_overrides": grid.train_overrides,
+    mine = {"recipe": grid.recipe, "data": data_fingerprint(grid.data_bin), "train_overrides": grid.train_overrides,
             "evaluate_flags": grid.evaluate_flags}
     if record.is_file():
         theirs = json.loads(record.read_text(encoding="utf-8"))
@@ -877,6 +930,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         grid = grid_from_args(args)
         if not args.table_only:
+            if args.publish and not args.dry_run:
+                for spec in restore_published(grid, args.publish):
+                    print(f"{spec.name}: finished earlier (restored from {args.publish}), not retrained")
             claim_label(grid, write=False)  # first: another setup in this label is the likelier mistake
             validate(grid)
             if not args.dry_run:
