@@ -224,6 +224,8 @@ def test_tiny_grid_table_columns_and_files(tiny_grid):
     assert header.startswith("| architecture | norm | seeds | sacreBLEU | tokenized BLEU | chrF | Δ sacreBLEU vs baseline")
     assert "training speed | decoding speed | epochs |" in header
     assert "measured" in table and "command: `fairseq-localness-compare" in table and "pre-norm for every architecture" in table
+    # the recipe file's defaults list is merged: its optimiser comes from configs/optim/compare_small.yaml
+    assert "3+3 layers, 32 dim" in table and "adam lr [0.002] (inverse_sqrt, 4 warm-up)" in table and "patience 5 epochs" in table
     rows = json.loads((out / "table.json").read_text())["rows"]
     assert [(r["arch"], r["seeds"]) for r in rows] == [("transformer", [1, 2]), ("transformer_gaussian_local", [1, 2])]
     assert rows[0]["train_speed_ratio"] == 1.0 and rows[1]["train_speed_ratio"] > 0
@@ -255,6 +257,7 @@ def test_tiny_grid_resumes_without_retraining(tiny_grid):
     out = root / "work" / "tiny" / "pre"
     killed = out / "transformer_gaussian_local" / "seed2"
     shutil.rmtree(killed)
+    shutil.rmtree(root / "published" / "tiny" / "pre" / "transformer_gaussian_local" / "seed2")  # else restored as finished
     finished = {d: tree_digest(d / "checkpoints") for d in (out / "transformer" / "seed1", out / "transformer" / "seed2",
                                                            out / "transformer_gaussian_local" / "seed1")}
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore")

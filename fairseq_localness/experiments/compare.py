@@ -236,8 +236,8 @@ def validate(grid: Grid) -> None:
 class Progress:
     """Progress lines of the grid: which run, epoch and update, validation loss, and an ETA."""
 
-    def __init__(self, total: int, done: int, jobs: int, patience: Optional[int]):
-        self.total, self.done, self.jobs, self.patience = total, done, jobs, patience
+    def __init__(self, total: int, done: int, jobs: int):
+        self.total, self.done, self.jobs = total, done, jobs
         self.durations: List[float] = []
         self.lock = threading.Lock()
 
@@ -370,8 +370,7 @@ def run_grid(grid: Grid, jobs: int, after_each=None) -> Dict[str, str]:
     specs = grid.runs()
     todo = [(i + 1, s) for i, s in enumerate(specs) if not grid.finished(s)]
     done = len(specs) - len(todo)
-    patience = (benchmark_values(grid.recipe).get("checkpoint") or {}).get("patience") if not grid.recipe_file else None
-    progress = Progress(len(specs), done, jobs, patience)
+    progress = Progress(len(specs), done, jobs)
     progress.say(f"{grid.label}: {len(specs)} runs ({len(grid.archs)} architectures x {len(grid.norms)} norm "
                  f"placement(s) x {len(grid.seeds)} seed(s)), {done} finished, {len(todo)} to run, {jobs} at a time")
     for index, spec in enumerate(specs, 1):
@@ -515,7 +514,7 @@ def _ratio(value: Optional[float]) -> str:
 
 def recipe_summary(grid: Grid) -> str:
     """The recipe every row shares, as the table prints it."""
-    values = benchmark_values(grid.recipe) if not grid.recipe_file else _yaml(grid.recipe_file)
+    values = benchmark_values(grid.recipe, grid.root / "recipe" if grid.recipe_file else None)  # defaults merged
     model = values.get("model") or {}
     opt = values.get("optimization") or {}
     sched = values.get("lr_scheduler") or {}
@@ -530,12 +529,6 @@ def recipe_summary(grid: Grid) -> str:
             f"{opt.get('max_epoch') or '-'} epochs / {opt.get('max_update') or '-'} updates")
     return f"recipe `{grid.recipe}`: {size}; {optimiser}; {stop}; norm placement: " + \
         ", ".join(f"{n}-norm" for n in grid.norms) + " for every architecture"
-
-
-def _yaml(path: Path) -> Dict[str, Any]:
-    import yaml
-
-    return yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
 
 
 def write_outputs(grid: Grid, records: List[Dict[str, Any]], rows: List[Dict[str, Any]], command: str,
