@@ -641,8 +641,8 @@ def publish(grid: Grid, directory: Path) -> Path:
             if source.is_file():
                 (target / relative / name).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(source, target / relative / name)
-    (target / "grid.json").write_text((grid.root / "grid.json").read_text(encoding="utf-8"), encoding="utf-8") \
-        if (grid.root / "grid.json").is_file() else None
+    if grid.data_bin.is_dir():  # the label's setup, for the runs restored from here (restore_published)
+        (target / "grid.json").write_text(json.dumps(label_record(grid), indent=1) + "\n", encoding="utf-8")
     return target
 
 
@@ -773,12 +773,17 @@ def data_fingerprint(data_bin: Path) -> str:
     return digest.hexdigest()
 
 
+def label_record(grid: Grid) -> Dict[str, Any]:
+    """What every run under one label shares (``grid.json``)."""
+    return {"recipe": grid.recipe, "data": data_fingerprint(grid.data_bin), "train_overrides": grid.train_overrides,
+            "evaluate_flags": grid.evaluate_flags}
+
+
 def claim_label(grid: Grid, write: bool = True) -> None:
     """Record the recipe and data of WORK/LABEL on first use; refuse another recipe or data-bin there, so that
     every run of one table shares them."""
     record = grid.root / "grid.json"
-    mine = {"recipe": grid.recipe, "data": data_fingerprint(grid.data_bin), "train_overrides": grid.train_overrides,
-            "evaluate_flags": grid.evaluate_flags}
+    mine = label_record(grid)
     if record.is_file():
         theirs = json.loads(record.read_text(encoding="utf-8"))
         differ = [k for k in mine if theirs.get(k) != mine[k]]
