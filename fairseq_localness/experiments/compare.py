@@ -927,10 +927,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
     try:
         grid = grid_from_args(args)
+        if args.publish and not args.dry_run:  # also for --table-only: the table of a fresh checkout
+            for spec in restore_published(grid, args.publish):
+                print(f"{spec.name}: finished earlier (restored from {args.publish}), not retrained")
         if not args.table_only:
-            if args.publish and not args.dry_run:
-                for spec in restore_published(grid, args.publish):
-                    print(f"{spec.name}: finished earlier (restored from {args.publish}), not retrained")
             claim_label(grid, write=False)  # first: another setup in this label is the likelier mistake
             validate(grid)
             if not args.dry_run:
