@@ -50,6 +50,16 @@ trap 'printf "\nFAILED in step [%s] %s. %s is incomplete; rerunning the same com
 # prep HELPER ARGS... : run the helper fairseq_localness/prep/HELPER.py
 prep() { PYTHONPATH=$PREP_PYTHONPATH "$PY" -m "prep.$1" "${@:2}"; }
 
+# tokenize_splits : tokenise RAW/{train,valid,test}.{SRC,TGT} into TOK/ (prep/tokenize.py picks the segmenter
+# by language: jieba for zh, fugashi for ja, Moses otherwise), in one call
+tokenize_splits() {
+    local jobs=() split l
+    for split in train valid test; do
+        for l in $SRC $TGT; do jobs+=(--job "$l" "$RAWTXT/$split.$l" "$TOK/$split.$l"); done
+    done
+    prep tokenize tok --workers "$WORKERS" "${jobs[@]}"
+}
+
 # quiet LOG CMD... : run CMD with its output in LOG; show the end of LOG if it fails
 quiet() {
     local log=$1; shift

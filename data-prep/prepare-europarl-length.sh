@@ -46,11 +46,7 @@ prep length_split --src "$(input europarl_head20k.$SRC)" --tgt "$(input europarl
     --max-len "$MAX_LEN" | sed 's/^/    /'
 
 step "Tokenise (Moses)"
-jobs=()
-for split in train valid test; do
-    for l in $SRC $TGT; do jobs+=(--job "$l" "$RAWTXT/$split.$l" "$TOK/$split.$l"); done
-done
-prep tokenize tok --workers "$WORKERS" "${jobs[@]}"
+tokenize_splits
 
 step "BPE ($BPE_TOOL, $BPE_TOKENS)"
 bpe_all "$TOK" "$OUT_DIR"

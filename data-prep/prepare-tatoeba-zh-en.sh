@@ -44,11 +44,7 @@ prep sample --corpus "$RAW_DIR" --out "$RAWTXT" --train $((pairs - N_VALID - N_T
     | sed 's/^/    /'
 
 step "Tokenise (jieba for zh, Moses for en)"
-jobs=()
-for split in train valid test; do
-    for l in $SRC $TGT; do jobs+=(--job "$l" "$RAWTXT/$split.$l" "$TOK/$split.$l"); done
-done
-prep tokenize tok --workers "$WORKERS" "${jobs[@]}"
+tokenize_splits
 
 step "BPE ($BPE_TOOL, $BPE_TOKENS)"
 bpe_all "$TOK" "$OUT_DIR"
