@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..paths import CONFIG_DIR, SCRIPTS_DIR
-from .launch import LaunchError, Launch, arch_configs, benchmark_values, benchmarks
+from .launch import LaunchError, Launch, arch_configs, benchmark_values, benchmarks, model_keys
 from .processes import stream
 from .train_cli import parse_train
 from .runlog import stats
@@ -166,22 +166,14 @@ def parse_edges(text: str) -> List[int]:
     return edges
 
 
-def model_flags(arch: str) -> set:
-    """The option names (dests) that ARCH's fairseq model accepts."""
-    import fairseq_localness  # noqa: F401  (registers the architectures)
-    from fairseq.models import ARCH_MODEL_REGISTRY
-
-    parser = argparse.ArgumentParser(add_help=False)
-    ARCH_MODEL_REGISTRY[arch].add_args(parser)
-    return {action.dest for action in parser._actions}
-
-
 def norm_overrides(arch: str, norm: str) -> List[str]:
     """The norm placement of every architecture alike: fairseq's --encoder/decoder-normalize-before, and for
     the MAN layers (whose models take --man-norm) their own switch, which sets the same two flags."""
     pre = "true" if norm == "pre" else "false"
     overrides = [f"model.encoder_normalize_before={pre}", f"model.decoder_normalize_before={pre}"]
-    if "man_norm" in model_flags(arch):
+    import fairseq_localness  # noqa: F401  (registers the architectures whose options model_keys lists)
+
+    if "model.man_norm" in model_keys(arch):
         overrides.append(f"model.man_norm={norm}")
     return overrides
 
