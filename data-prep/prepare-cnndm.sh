@@ -4,8 +4,8 @@
 # one dictionary (the BERT vocabulary), fairseq-preprocess. Offline only: the articles are not ours to
 # redistribute (see docs/summarization.md), so --raw-dir must hold the common layout
 # {train,val,test}.{source,target} (one article / one summary per line).
-set -Eeuo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-
-DATASET=cnndm
-source "$(dirname "${BASH_SOURCE[0]}")/summarization-steps.sh"
+# Options: --help. The script is the Python module localness_prep/prepare/cnndm.py (docs/data.md).
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+source "$here/python.sh"
+LOCALNESS_PREP_SCRIPT=$0 exec "$PYTHON" -m localness_prep.prepare.cnndm "$@"

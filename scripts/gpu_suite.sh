@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# The GPU suite in one call on an offline GPU machine (see docs/gpu.md).
+# The GPU suite in one call on an offline GPU machine (see docs/gpu.md): CUDA tests (FlexAttention's equality
+# half included), short fp16/bf16 trainings, the benchmark and the attention-backend benchmark.
 #
-#   scripts/gpu_suite.sh [SUITE OPTIONS]     e.g. --stages tests,train   or   --stages benchmark
+#   scripts/gpu_suite.sh [SUITE OPTIONS]     e.g. --stages tests,train   or   --stages benchmark,backends
 #
-# Needs .gpu/ from `python -m fairseq_localness.gpu.suite prepare` (wheels + binarized Multi30k), carried along.
-# Installs the wheels into /tmp/site (no network, no dependencies resolved), puts the plugin on PYTHONPATH, runs
-# `python -m fairseq_localness.gpu.suite run`, and leaves gpu_suite.md, gpu_suite.json and every log (as
-# gpu_suite_logs.tar.gz) in $OUT (the device tool's folder) or runs/gpu-suite.
+# Needs .gpu/ from `python -m fairseq_localness.gpu.suite prepare` (wheels + binarized Multi30k), copied along
+# with the checkout. Installs the wheels into /tmp/site (no network, no dependencies resolved), puts the plugin on
+# PYTHONPATH, runs `python -m fairseq_localness.gpu.suite run`, and leaves gpu_suite.md, gpu_suite.json and every
+# log (as gpu_suite_logs.tar.gz) in $OUT if it is set, else in runs/gpu-suite.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"

@@ -2,6 +2,7 @@
 
 import json
 import math
+import os
 import subprocess
 import sys
 import time
@@ -29,11 +30,13 @@ def test_quick_run_writes_json_records(tmp_path):
         sys.executable, str(SCRIPT), "--quick",
         "--archs", "transformer@decoder_layers=2",
         "--model-overrides", '{"encoder_layers": 1, "decoder_layers": 1}',
-        "--seq-lens", "8", "--device", "cpu", "--json", str(out),
+        "--seq-lens", "8", "--device", "cpu", "--json", str(out), "--run-json", str(tmp_path / "run.json"),
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=110)
     assert proc.returncode == 0, proc.stderr[-3000:]
     records = json.loads(out.read_text())
+    run = json.loads((tmp_path / "run.json").read_text())  # the run as docs/results/ keeps it
+    assert run["records"] == records and run["load_average"].endswith(" after") and "--quick" in run["command"]
     assert [r["arch"] for r in records] == ["transformer", "transformer@decoder_layers=2"]
     for r in records:
         assert REQUIRED_KEYS <= set(r)
@@ -186,11 +189,21 @@ def test_flop_counts_by_hand():
 def test_interleaved_quick_run_and_profile(tmp_path, capsys):
     """The whole mode on a toy model: the reference's own ratio is exactly 1 in every round, the table and the
     profile (top operators per model and step kind) are printed, JSON is written."""
-    out = tmp_path / "speed.json"
+    out, run_json = tmp_path / "speed.json", tmp_path / "run.json"
     assert bench.main(["--quick", "--archs", "transformer_gaussian_local", "--seq-lens", "16", "--max-len", "4",
                        "--device", "cpu", "--interleaved", "2", "--profile", "3", "--clock", "cpu",
-                       "--count-flops", "--json", str(out)]) == 0
+                       "--count-flops", "--json", str(out), "--run-json", str(run_json)]) == 0
     records = {r["arch"]: r for r in json.loads(out.read_text())}
+    # --run-json: the same records with where, when and how, as the docs' result files hold them
+    from fairseq_localness.benchmark.interleaved import format_rounds
+    from fairseq_localness.experiments.doc_tables import load_run
+
+    run = load_run(run_json)
+    assert run["records"] == json.loads(out.read_text())
+    assert run["command"].endswith("--count-flops --json " + str(out) + " --run-json " + str(run_json))
+    assert "python scripts/benchmark.py --quick --archs transformer_gaussian_local" in run["command"]
+    assert run["machine"].startswith(f"{os.cpu_count()}-core CPU") and run["date"] and run["time"].endswith("UTC")
+    assert "| transformer_gaussian_local | 16 |" in format_rounds(run["records"])
     assert records["transformer"]["decode_ratio"] == {"median": 1.0, "q1": 1.0, "q3": 1.0, "min": 1.0, "max": 1.0, "rounds": 2}
     assert records["transformer_gaussian_local"]["train_ratio"]["rounds"] == 2
     assert records["transformer"]["decode_flops_ratio"] == 1.0 and records["transformer"]["train_flops"] > 0

@@ -68,8 +68,8 @@ def test_yang2019_csan2d_area_is_the_release(tiny_data_bin):
 def test_wat17_ja_en_keeps_every_pair_by_default():
     """Yang 2019 Sec. 5 and Xu 2019 Sec. 4 state no length limit for WAT17 Ja-En (Yang 2018 has no Ja-En data): the
     script's default keeps every pair (the run itself: tests/test_data_prep.py::test_wat17_ja_en_and_force)."""
-    script = (REPO / "data-prep" / "prepare-wat17ja2en.sh").read_text()
-    assert re.search(r"^MAX_LEN=0 ", script, re.M)
+    script = (REPO / "localness_prep" / "prepare" / "wat17ja2en.py").read_text()  # data-prep/prepare-wat17ja2en.sh
+    assert re.search(r'^ +max_len="0"\)$', script, re.M)
     assert "Yang et al. (2019) Sec. 5 and Xu et al. (2019) Sec. 4" in script
     assert "as in Yang et al. (2018)" not in script
     assert load_tables()["evaluation"]["wat17_ja_en_base"]["corpus"] == "aspec-je-train-1-2"
@@ -122,7 +122,8 @@ def test_the_citation_finder_tells_our_files_from_the_releases():
 
 
 ABSOLUTE = re.compile(r"/(?:work|tmp|root|home)/")
-SHIPPED = [p for p in itertools.chain(REPO.glob("fairseq_localness/**/*"), REPO.glob("configs/**/*"), REPO.glob("docs/**/*"))
+SHIPPED = [p for p in itertools.chain(REPO.glob("fairseq_localness/**/*"), REPO.glob("localness_prep/**/*"),
+                                     REPO.glob("configs/**/*"), REPO.glob("docs/**/*"))
            if p.is_file() and p.suffix in {".py", ".yaml", ".yml", ".md", ".sh", ".txt", ".json", ".csv", ".cfg", ".toml"}]
 
 

@@ -20,8 +20,8 @@ from fairseq.modules import MultiheadAttention
 from fairseq_localness.architectures.classifier import ClassificationHead, masked_mean
 from fairseq_localness.attention.core import LocalityAttention
 from fairseq_localness.attention.errors import LocalityConfigError
-from fairseq_localness.prep.checks import CheckError
-from fairseq_localness.prep.sst import split_sst
+from localness_prep.checks import CheckError
+from localness_prep.sst import split_sst
 from localness_testing import BIN, REPO, USER_DIR, run
 
 SHARED_SST2 = REPO.parent / "shared" / "data" / "sst2"

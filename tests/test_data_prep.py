@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "data"
 PREP = REPO / "data-prep"
 
-from fairseq_localness.prep import checks, clean, iwslt_xml, tokenize  # noqa: E402
+from localness_prep import checks, clean, iwslt_xml, tokenize  # noqa: E402
 
 
 def require_corpora() -> Path:

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from fairseq_localness.evaluation.curves import plot_curves, read_curves_csv, validation_losses, write_curves_csv
-from fairseq_localness.prep.checks import CheckError
-from fairseq_localness.prep.multi30k import SPLIT_PAIRS, select_splits
+from localness_prep.checks import CheckError
+from localness_prep.multi30k import SPLIT_PAIRS, select_splits
 
 REPO = Path(__file__).resolve().parents[1]
 MULTI30K_TOK = REPO.parent / "shared" / "data" / "multi30k" / "tok"

@@ -123,7 +123,7 @@ def test_every_docs_page_is_reachable_from_the_index():
 
 # ---------------------------------------------------------------------------------------------------- names
 
-PATH_PATTERN = re.compile(r"(?<![\w/.$-])((?:scripts|data-prep|configs|fairseq_localness|tests|docs|data)/[\w./{},*:-]*)")
+PATH_PATTERN = re.compile(r"(?<![\w/.$-])((?:scripts|data-prep|configs|fairseq_localness|localness_prep|tests|docs|data)/[\w./{},*:-]*)")
 
 
 def expand_braces(path: str) -> List[str]:
@@ -162,7 +162,7 @@ def test_every_named_module_and_entry_point_exists():
     scripts = tomllib.loads(text(REPO / "pyproject.toml"))["project"]["scripts"]
     for page in PAGES:
         body = text(page)
-        for dotted in set(re.findall(r"\bfairseq_localness(?:\.\w+)+", body)):
+        for dotted in set(re.findall(r"\b(?:fairseq_localness|localness_prep)(?:\.\w+)+", body)):
             parts = dotted.split(".")
             for cut in range(len(parts), 0, -1):  # the longest importable module, then attributes
                 module = ".".join(parts[:cut])
@@ -305,12 +305,12 @@ def known_flags() -> frozenset:
     found = set(fairseq_flags()) | {"--help"} | EXTERNAL_FLAGS
     shell = sorted((REPO / "scripts").glob("*.sh")) + sorted((REPO / "data-prep").glob("prepare-*.sh"))
     for script in shell:  # scripts that answer --help themselves; wrappers that exec Python are read below
-        answers_help = "--help" in text(script) or "lib.sh" in text(script)  # data-prep/lib.sh parses --help
+        answers_help = "--help" in text(script)  # a data-prep door names it: its Python module answers it
         if answers_help and not re.search(r'^exec "\$PYTHON"', text(script), re.M):
             found |= flags_in(run(["bash", str(script), "--help"]).stdout)
     entries = [(str(p), "path", str(p), []) for p in sorted((REPO / "scripts").glob("*.py"))]
     modules = [".".join(p.relative_to(REPO).with_suffix("").parts)
-               for p in sorted((REPO / "fairseq_localness").rglob("*.py"))
+               for package in ("fairseq_localness", "localness_prep") for p in sorted((REPO / package).rglob("*.py"))
                if "__main__" in text(p) and "ArgumentParser" in text(p)]
     entries += [(m, "module", m, []) for m in modules]
     texts = python_help(entries)

@@ -142,7 +142,7 @@ def test_every_row_passes_its_papers_decoding_to_evaluation(tmp_path):
 
     checked = {}
     for tables, row in planned_rows():
-        plan = reproduce.plan_row(row, tables, tmp_path / "work", tmp_path / "data", [])
+        plan = reproduce.plan_row(row, tables, tmp_path / "work", tmp_path / "data")
         assert plan.evaluate[:2] == ["bash", str(reproduce.SCRIPTS / "evaluate.sh")]
         a = evaluate.build_parser().parse_args([str(x) for x in plan.evaluate[2:]])
         got = (a.beam, a.lenpen, a.lowercase, a.compound_split)

@@ -14,7 +14,7 @@ import torch
 
 from fairseq_localness.evaluation import average, evaluate, scoring
 from fairseq_localness.evaluation.scoring import compound_split, score_all
-from fairseq_localness.prep.tokenize import make_detokenizer, make_tokenizer
+from localness_prep.tokenize import make_detokenizer, make_tokenizer
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "data" / "sample-zh-en"

@@ -1,8 +1,15 @@
 """CUDA checks (skipped without a GPU; ``scripts/gpu_suite.sh`` runs them), the CPU-testable part of the
-fused-path choice, and the GPU suite's ``--cpu-smoke`` run of the same code path."""
+fused-path choice, and the GPU suite's ``--cpu-smoke`` run of the same code path.
+
+The FlexAttention half on CUDA (the CPU half is tests/test_flex.py): forward and backward of every fusable
+method and placement equal to the reference path, gradients into every learned parameter, step-by-step decoding
+equal to the full Flex forward, and float16/bfloat16 finite at 1,024 tokens. Flex's CUDA kernel needs a head
+dimension of at least 16, so these models are 64 wide with 4 heads (the other CUDA tests' models have 16 / 4).
+"""
 
 from __future__ import annotations
 
+import copy
 import json
 from types import SimpleNamespace
 
@@ -10,9 +17,13 @@ import pytest
 import torch
 
 from fairseq_localness.attention.core import LocalityAttention
+from fairseq_localness.attention.options import option_attr
+from fairseq_localness.attention.registry import LOCALITY_METHODS
 from fairseq_localness.gpu.families import architecture_families
+from fairseq_localness.modelbuild import build_translation_model, parse_model_args, synthetic_dictionary
 from localness_testing import preprocess, write_synthetic_corpus
-from test_half_precision import check_half_precision, sentence, small_model
+from test_flex import PARAMS as FLEX_PARAMS, attention_block, choices, inputs  # noqa: F401  (choices: a fixture)
+from test_half_precision import TOLERANCE, check_half_precision, sentence, small_model
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (run scripts/gpu_suite.sh there)")
 
@@ -96,4 +107,116 @@ def test_gpu_suite_cpu_smoke(tmp_path):
     speed = {r["arch"]: r for r in report["benchmark"]["speed"]}
     assert set(speed) == {"transformer", "transformer_diffwin_cross"}
     assert speed["transformer"]["decode_ratio"]["median"] == 1.0  # the reference against itself, same rounds
-    assert "## Training" in (out / "gpu_suite.md").read_text()
+    backends = report["backends"]["fp32"]
+    assert "error" not in backends, backends.get("error")
+    rows = {(r["method"], r["backend"]): r for r in backends["rows"]}
+    assert set(rows) == {("transformer", "(reference)")} | {("transformer_csan1d", b) for b in ("eager", "sdpa", "flex")}
+    for row in rows.values():
+        assert row["train_tokens_per_s"] > 0 and row["decode_sentences_per_s"] > 0 and row["train_ratio"] > 0
+    assert rows[("transformer", "(reference)")]["train_ratio"] == 1.0
+    markdown = (out / "gpu_suite.md").read_text()
+    assert "## Training" in markdown and "## Attention backends" in markdown and "| transformer_csan1d | 16 | flex |" in markdown
+    assert report["torch"] == torch.__version__
+
+
+def test_backend_specs_of_the_suite():
+    from fairseq_localness.gpu.suite import BACKEND_SPECS, backend_archs, split_specs
+
+    assert split_specs("a@x=1,y=2,b") == ["a@x=1,y=2", "b"]
+    assert backend_archs(["a@x=1,y=2"], ("sdpa", "flex")) == \
+        "a@locality_attention_backend=sdpa,x=1,y=2,a@locality_attention_backend=flex,x=1,y=2"
+    families = set(architecture_families())
+    assert {spec.split("@")[0] for spec in BACKEND_SPECS} <= families
+
+
+# ---- FlexAttention on CUDA -------------------------------------------------------------------------------------
+
+FLEX_DIM, FLEX_HEADS = 64, 4
+#: compiled kernels sum in another order than cuBLAS: max |difference| relative to the reference's largest value
+FLEX_CUDA_TOLERANCE = {"output": 1e-4, "gradient": 1e-3}
+
+
+def flex_model(arch: str, backend: str):
+    """``arch`` at 64 wide, 4 heads (head dimension 16), one layer per side holding every placed method."""
+    wide = ["--encoder-layers", "1", "--decoder-layers", "1", "--encoder-embed-dim", str(FLEX_DIM),
+            "--decoder-embed-dim", str(FLEX_DIM), "--encoder-ffn-embed-dim", "64", "--decoder-ffn-embed-dim", "64",
+            "--encoder-attention-heads", str(FLEX_HEADS), "--decoder-attention-heads", str(FLEX_HEADS), "--dropout", "0",
+            "--max-source-positions", "1024", "--max-target-positions", "1024", "--share-all-embeddings",
+            "--locality-attention-backend", backend]
+    args = parse_model_args(arch, wide, lenient_overrides={option_attr(name, "layers"): "1" for name in LOCALITY_METHODS})
+    dictionary = synthetic_dictionary(20)
+    torch.manual_seed(0)
+    return build_translation_model(args, dictionary, dictionary)[1].eval()
+
+
+@cuda
+@pytest.mark.parametrize("methods,kind", FLEX_PARAMS)
+def test_cuda_flex_forward_backward_equals_reference(methods, kind, choices):  # noqa: F811
+    """Compiled Flex against the reference path (SDPA with the dense bias) on CUDA in float32, in training mode
+    (attention dropout 0): the outputs at real queries, and the gradients of the queries and of every parameter."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    block = attention_block(methods, kind, dim=FLEX_DIM, heads=FLEX_HEADS).cuda().train()
+    query, key, pad, mask, real = (t.cuda() if t is not None else None for t in inputs(kind, dim=FLEX_DIM))
+    weights = torch.randn(query.shape, generator=torch.Generator().manual_seed(2)).cuda() * real.unsqueeze(-1)
+    results = {}
+    for backend in ("sdpa", "flex"):
+        block.zero_grad(set_to_none=True)
+        block.backend = backend
+        q = query.detach().clone().requires_grad_()
+        k = q if kind != "cross" else key
+        out = block(q, k, k, key_padding_mask=pad, attn_mask=mask, need_weights=False)[0]
+        (out * weights).sum().backward()  # padding queries (whose Flex output differs) carry no loss
+        grads = {name: param.grad.detach().clone() for name, param in block.named_parameters() if param.grad is not None}
+        results[backend] = (out.detach()[real], q.grad.detach().clone(), grads)
+        assert choices[-1][0] == backend, choices[-1]
+    (ref_out, ref_q, ref_grads), (out, q_grad, grads) = results["sdpa"], results["flex"]
+    scale = ref_out.abs().max().item()
+    torch.testing.assert_close(out, ref_out, atol=FLEX_CUDA_TOLERANCE["output"] * scale, rtol=0)
+    torch.testing.assert_close(q_grad, ref_q, atol=FLEX_CUDA_TOLERANCE["gradient"] * ref_q.abs().max().item(), rtol=0)
+    assert set(grads) == set(ref_grads), f"parameters with a gradient differ: {set(grads) ^ set(ref_grads)}"
+    for name, ref in ref_grads.items():
+        assert torch.isfinite(grads[name]).all(), name
+        torch.testing.assert_close(grads[name], ref, atol=FLEX_CUDA_TOLERANCE["gradient"] * max(ref.abs().max().item(), 1e-6),
+                                   rtol=0, msg=lambda m: f"gradient of {name}: {m}")
+    learned = [name for name, param in block.locality.named_parameters() if param.requires_grad]
+    for name in learned:  # every learned parameter of the methods receives a gradient through the kernel
+        grad = grads.get(f"locality.{name}")
+        assert grad is not None and grad.abs().sum() > 0, f"no gradient reaches locality.{name} through Flex"
+
+
+@cuda
+@pytest.mark.parametrize("arch", architecture_families())
+def test_cuda_flex_incremental_equals_full(arch):
+    """Step-by-step decoding (SDPA, one query per step) equals the full forward through Flex, on CUDA."""
+    model = flex_model(arch, "flex").cuda()
+    src, lengths, prev = (t.cuda() for t in sentence(24, seed=3))
+    with torch.no_grad():
+        full = model(src, lengths, prev)[0]
+        encoder_out = model.encoder(src, src_lengths=lengths)
+        state: dict = {}
+        for step in range(prev.size(1)):
+            logits = model.decoder(prev[:, : step + 1], encoder_out=encoder_out, incremental_state=state)[0]
+            torch.testing.assert_close(logits[:, -1], full[:, step], atol=1e-4 * full.abs().max().item(), rtol=0,
+                                       msg=lambda m: f"{arch} step {step}: {m}")
+
+
+@cuda
+@pytest.mark.parametrize("arch", architecture_families())
+def test_cuda_flex_half_precision_at_1024(arch):
+    """float16 and bfloat16 through Flex at 1,024 tokens: finite outputs and gradients, close to float32."""
+    model = flex_model(arch, "flex").cuda()
+    src, lengths, prev = (t.cuda() for t in sentence(1024, seed=11))
+    with torch.no_grad():
+        reference = model(src, lengths, prev)[0].float()
+    scale = reference.abs().max().item()
+    for dtype in (torch.float16, torch.bfloat16):
+        half = copy.deepcopy(model).to(dtype).train()  # dropout is 0: training only turns gradients on
+        out = half(src, lengths, prev)[0]
+        where = f"{arch} {dtype} at 1,024 tokens"
+        assert torch.isfinite(out).all(), f"{where}: non-finite output"
+        out.float().log_softmax(-1)[0, :, 5].sum().backward()
+        for name, param in half.named_parameters():
+            if param.grad is not None:
+                assert torch.isfinite(param.grad).all(), f"{where}: non-finite gradient of {name}"
+        error = (out.float() - reference).abs().max().item()
+        assert error <= TOLERANCE[dtype] * scale, f"{where}: max error {error:.4g} vs float32 scale {scale:.4g}"

@@ -1,17 +1,21 @@
-"""Imports run one way: no cycle among the package's modules (imports inside functions count), and nothing in
-``attention/``, ``methods/`` or ``layers/`` imports ``architectures/`` or ``experiments/``."""
+"""Imports run one way: no cycle among the modules of the plugin and of the data-prep package (imports inside
+functions count), nothing in ``attention/``, ``methods/`` or ``layers/`` imports ``architectures/`` or
+``experiments/``, and ``localness_prep`` imports nothing of ``fairseq_localness``."""
 
 import ast
 from pathlib import Path
 from typing import Dict, List, Set
 
-PACKAGE = Path(__file__).resolve().parents[1] / "fairseq_localness"
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = REPO / "fairseq_localness"
+#: the packages whose modules make the graph: the plugin and the data-prep package (loaded under this one name)
+PACKAGES = (PACKAGE, REPO / "localness_prep")
 LOW = ("fairseq_localness.attention", "fairseq_localness.methods", "fairseq_localness.layers")
 HIGH = ("fairseq_localness.architectures", "fairseq_localness.experiments")
 
 
 def module_name(path: Path) -> str:
-    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
@@ -43,7 +47,7 @@ def imports_of(path: Path, modules: Set[str]) -> Set[str]:
 
 
 def graph() -> Dict[str, Set[str]]:
-    paths = sorted(PACKAGE.rglob("*.py"))
+    paths = sorted(p for package in PACKAGES for p in package.rglob("*.py"))
     modules = {module_name(p) for p in paths}
     return {module_name(p): imports_of(p, modules) - {"fairseq_localness"} for p in paths}
 
@@ -89,6 +93,9 @@ def test_the_checker_finds_a_cycle_and_a_relative_import(tmp_path):
     edges = graph()
     # layers/man.py: `from .localness import ...` inside the package, resolved to its module
     assert "fairseq_localness.layers.localness" in edges["fairseq_localness.layers.man"]
+    # the data-prep package is in the graph, and the plugin's imports of it are arrows of the graph
+    assert {"localness_prep.script", "localness_prep.tokenize"} <= edges["localness_prep.prepare.iwslt14"]
+    assert "localness_prep.senteval" in edges["fairseq_localness.probing.cli"]
 
 
 def test_no_import_cycles():
@@ -100,3 +107,12 @@ def test_low_layers_do_not_import_high_ones():
     wrong = [f"{module} -> {target}" for module, targets in graph().items() if module.startswith(LOW)
              for target in targets if target.startswith(HIGH)]
     assert not wrong, "attention/, methods/ and layers/ must not import architectures/ or experiments/: " + ", ".join(wrong)
+
+
+def test_data_prep_does_not_import_the_plugin():
+    """``localness_prep`` runs without torch and fairseq; ``fairseq_localness/__init__.py`` imports both."""
+    paths = sorted((REPO / "localness_prep").rglob("*.py"))
+    modules = {module_name(p) for package in PACKAGES for p in package.rglob("*.py")}
+    wrong = [f"{module_name(path)} -> {target}" for path in paths for target in imports_of(path, modules)
+             if not target.startswith("localness_prep")]  # the package fairseq_localness itself included
+    assert not wrong, "localness_prep must not import fairseq_localness: " + ", ".join(wrong)

@@ -142,3 +142,24 @@ print("ok")
 def test_a_max_tokens_override_changes_the_device_batch_not_the_papers():
     out = dry_run("wmt14_en_de_base", "transformer_wmt_en_de", "--data", "/d", "dataset.max_tokens=2048").stdout
     assert "32768 tokens/update = 1 CPU process(s) x 2048 tokens x update_freq 16" in out
+
+
+@pytest.mark.parametrize("argv", [
+    ["wmt14_en_de_base", "transformer_wmt_en_de", "--data", "/d/data-bin", "--save-dir", "/w/ckpt", "--cpu-procs", "2",
+     "optimization.max_update=3", "common.seed=2"],
+    ["wmt14_en_de_base", "transformer_wmt_en_de", "--data", "/d", "--gpus", "8", "--nodes", "2", "--node-rank", "1",
+     "--master-addr", "10.0.0.1", "--master-port", "29500", "--max-tokens", "2048", "--effective-tokens", "65536",
+     "common.fp16=true"],
+])
+def test_a_launch_renders_the_train_sh_arguments_it_was_parsed_from(argv):
+    """reproduce, the comparison and Slurm build a Launch directly and print or run its train.sh command: that
+    command must describe the same launch."""
+    _, parsed = train_cli.parse_train(argv)
+    assert parsed.train_sh_args() == argv
+    _, again = train_cli.parse_train(parsed.train_sh_args())
+    assert again == parsed
+
+
+def test_precision_flags_become_the_overrides_fairseq_hydra_train_reads():
+    assert launch.precision_overrides(["--fp16", "--bf16", "model.dropout=0.1"]) == [
+        "common.fp16=true", "common.bf16=true", "model.dropout=0.1"]

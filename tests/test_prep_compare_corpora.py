@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from fairseq_localness.prep import sample
-from fairseq_localness.prep.checks import CheckError
-from fairseq_localness.prep.kftt import SPLIT_PAIRS, main as kftt_main, select_splits
+from localness_prep import sample
+from localness_prep.checks import CheckError
+from localness_prep.kftt import SPLIT_PAIRS, main as kftt_main, select_splits
 from localness_testing import REPO, run
 
 SHARED = REPO.parent / "shared" / "data"
@@ -205,7 +205,7 @@ def test_prepare_tatoeba_script(tmp_path):
 def test_length_split_buckets_and_limits():
     """Test takes at most per-bucket pairs of each source-length bucket; train and valid only short pairs;
     the three are disjoint and the split does not depend on the corpus order."""
-    from fairseq_localness.prep.length_split import bucket_of, split_by_length
+    from localness_prep.length_split import bucket_of, split_by_length
 
     assert [bucket_of(n, [10, 20]) for n in (1, 10, 11, 20, 21, 99)] == [0, 0, 1, 1, 2, 2]
     src = [" ".join(f"w{j}" for j in range(1 + i % 45)) for i in range(400)]

@@ -1,6 +1,6 @@
 """Data-prep of the classification and language-modelling tasks of Nguyen et al. (2020) Tables 5-6:
 data-prep/prepare-imdb.sh, prepare-sva.sh, prepare-1bw.sh, prepare-lm-news-en.sh and their helpers
-fairseq_localness/prep/{imdb,sva,lm_corpus}.py (docs/tasks.md).
+localness_prep/{imdb,sva,lm_corpus}.py (docs/tasks.md).
 
 Hand-made fixtures in tmp dirs, expected outputs written out by hand; one real-data run of the
 news-English stand-in when ../shared/data is there (about 25 s of CPU).
@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from fairseq_localness.prep.checks import CheckError
-from fairseq_localness.prep.imdb import clean_review, split_imdb
-from fairseq_localness.prep.lm_corpus import STANDIN_SOURCES, build_standin, onebw_files, prepare_onebw
-from fairseq_localness.prep.sva import linzen_split, py2_shuffle, read_examples, split_sva, t2t_split
+from localness_prep.checks import CheckError
+from localness_prep.imdb import clean_review, split_imdb
+from localness_prep.lm_corpus import STANDIN_SOURCES, build_standin, onebw_files, prepare_onebw
+from localness_prep.sva import linzen_split, py2_shuffle, read_examples, split_sva, t2t_split
 from localness_testing import BIN, REPO, run
 
 ENV = {"PYTHON": str(BIN / "python")}

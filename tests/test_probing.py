@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from fairseq_localness.prep.checks import CheckError
-from fairseq_localness.prep.senteval import GROUPS, TASKS, read_task
+from localness_prep.checks import CheckError
+from localness_prep.senteval import GROUPS, TASKS, read_task
 from fairseq_localness.probing import classifier as clf
 from fairseq_localness.probing import generators as gen
 from fairseq_localness.probing.cli import main as probe_main
@@ -388,3 +388,22 @@ def test_probing_a_multi30k_encoder_on_held_out_english(multi30k_prepared, tmp_p
     accuracy = {name: 100 * record["test_accuracy"] for name, record in results.items()}
     assert accuracy["sentence_length"] >= 45.0, accuracy  # chance 16.7
     assert accuracy["word_content"] >= 7.0, accuracy  # chance 3.3
+
+
+def test_score_task_probes_in_process_and_reports_the_papers_columns(tiny, tmp_path):
+    """score_task.sh --task probing (reproduce's Xu 2019 Tables 3-4) runs the probe in this process and turns its
+    results.json into the tables' columns, in percent."""
+    from fairseq_localness.evaluation import task_scores
+
+    prep_dir = tmp_path / "prep"
+    (prep_dir / "data-bin").mkdir(parents=True)
+    (prep_dir / "data-bin" / "prep-info.json").write_text(json.dumps({"bpe": "subword_nmt", "lowercased": False}))
+    (prep_dir / "code").write_text("#version: 0.2\nq z\n")  # one merge no word uses: the words stay whole
+    out = tmp_path / "eval"
+    assert task_scores.main([str(tiny / "ckpt"), str(tiny / "bin"), "--task", "probing", "--subset", "test",
+                             "--checkpoint", "checkpoint_last.pt", "--probing-tasks", str(tiny / "tasks"),
+                             "--prep-dir", str(prep_dir), "--cpu", "--out", str(out)]) == 0
+    results = json.loads((out / "probing" / "results.json").read_text())
+    scores = json.loads((out / "scores.json").read_text())["probing_accuracy"]
+    assert scores["BShif"] == pytest.approx(100 * results["tasks"]["bigram_shift"]["test_accuracy"])
+    assert scores["score"] == scores["BShif"]  # the only task given: its column is the score

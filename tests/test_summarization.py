@@ -16,8 +16,8 @@ import pytest
 from fairseq import options
 
 from fairseq_localness.modelbuild import build_translation_model, count_parameters, parse_model_args, synthetic_dictionary
-from fairseq_localness.prep import summarization as prep
-from fairseq_localness.prep.checks import CheckError
+from localness_prep import summarization as prep
+from localness_prep.checks import CheckError
 from fairseq_localness.summarization import lead3, perl_rouge, rouge, score, settings
 from fairseq_localness.summarization.porter import stem
 from localness_testing import BIN, REPO, USER_DIR, run
@@ -367,7 +367,7 @@ def test_fan_t2_rows_are_planned_with_the_summarization_settings(tmp_path):
     rows = {row.id: row for row in tables.table_rows(table, "fan2021", "2")}
     assert sorted(r for r, row in rows.items() if row.trained) == [
         "man-cnndm", "man-gigaword", "transformer-cnndm", "transformer-gigaword"]
-    plan = reproduce.plan_row(rows["man-gigaword"], table, tmp_path, Path("/d"), ["--gpus", "4"])
+    plan = reproduce.plan_row(rows["man-gigaword"], table, tmp_path, Path("/d"), gpus=4)
     run_dir = tmp_path / "fan2021" / "table2" / "man-gigaword"
     assert plan.train[2:] == ["fan2021_gigaword_summarization", "transformer_dman_summarization", "--data",
                               "/d/gigaword/data-bin", "--save-dir", f"{run_dir}/checkpoints", "--gpus", "4"]

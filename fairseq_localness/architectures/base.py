@@ -27,7 +27,8 @@ from omegaconf import OmegaConf
 from ..attention.core import LocalityAttention
 from ..attention.placement import LocalityPlan
 from ..attention.errors import exit_on_config_error
-from ..attention.options import add_method_args, fill_method_defaults
+from ..attention.backends import BACKEND_PREFIX, BackendOptions
+from ..attention.options import add_method_args, add_option_args, fill_method_defaults, fill_option_defaults
 from ..attention.registry import LOCALITY_METHODS
 
 from ..layers.localness import (  # noqa: F401  (the layers are the building blocks; re-exported for users)
@@ -79,6 +80,7 @@ def add_locality_args(parser: argparse.ArgumentParser) -> None:
         help="comma-separated locality methods to use (available: "
         + ", ".join(sorted(LOCALITY_METHODS)) + "); each is placed by its --<method>-layers and --<method>-attention flags",
     )
+    add_option_args(parser, BACKEND_PREFIX, BackendOptions)  # --locality-attention-backend
     for method in sorted(LOCALITY_METHODS):
         add_method_args(parser, LOCALITY_METHODS[method])
 
@@ -131,6 +133,7 @@ def localness_base_architecture(args) -> None:
     """Fill in every locality option not given (the methods' paper defaults)."""
     if getattr(args, "locality_methods", None) is None:
         args.locality_methods = ""
+    fill_option_defaults(args, BACKEND_PREFIX, BackendOptions)
     for method in LOCALITY_METHODS.values():
         fill_method_defaults(args, method)
 

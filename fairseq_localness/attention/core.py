@@ -11,8 +11,10 @@ import torch.nn.functional as F
 from fairseq.modules import MultiheadAttention
 from torch import Tensor, nn
 
+from .backends import BACKENDS, CallFacts, FlexCall, choose_backend, flex_available, log_choice_once
 from .context import AttentionContext
 from .errors import LocalityConfigError
+from .fusion import FlexTerms
 from .protocol import AttentionSpec, LocalityMethod
 
 IncrementalState = Dict[str, Dict[str, Optional[Tensor]]]
@@ -25,9 +27,12 @@ class LocalityAttention(MultiheadAttention):
     ``MultiheadAttention``; the methods' own parameters live under
     ``locality.<i>``. fairseq's ``MultiheadAttention`` hands training to
     PyTorch's fused kernel, which cannot take a learned bias, so this class
-    always runs its own forward: through ``scaled_dot_product_attention``
-    with the summed logit bias when no method needs the probabilities, an
-    explicit softmax otherwise (``need_weights``, post-softmax methods).
+    always runs its own forward: through ``flex_attention`` with the methods'
+    score_mods and block masks, or ``scaled_dot_product_attention`` with the
+    summed logit bias, when no method needs the probabilities, an explicit
+    softmax otherwise (``need_weights``, post-softmax methods). ``backend``
+    (``--locality-attention-backend``) picks among them; the rules are
+    :func:`fairseq_localness.attention.backends.choose_backend`.
 
     Every cached tensor, the methods' included, has the full batch x beam
     dimension first. Decoder self-attention caches are reordered with the
@@ -38,8 +43,13 @@ class LocalityAttention(MultiheadAttention):
     changing the attention arithmetic).
     """
 
-    def __init__(self, embed_dim: int, num_heads: int, spec: AttentionSpec, methods: Sequence[Tuple[type, object]], **kwargs):
+    def __init__(self, embed_dim: int, num_heads: int, spec: AttentionSpec, methods: Sequence[Tuple[type, object]],
+                 backend: str = "auto", **kwargs):
         super().__init__(embed_dim, num_heads, **kwargs)
+        if backend not in BACKENDS:
+            raise LocalityConfigError(f"--locality-attention-backend: {backend!r} is not one of {', '.join(BACKENDS)}")
+        #: requested backend: auto, eager, sdpa or flex (see backends.choose_backend); may be changed after building
+        self.backend = backend
         if kwargs.get("add_bias_kv") or kwargs.get("add_zero_attn") or kwargs.get("xformers_att_config"):
             raise ValueError("locality methods do not support add_bias_kv, add_zero_attn or xformers attention")
         self.spec = spec
@@ -56,6 +66,9 @@ class LocalityAttention(MultiheadAttention):
             )
         self._masks_rows = any(m.masks_rows for m in self.locality)
         self._kernel = self._pick_kernel()
+        # why Flex cannot run this block whatever the call (the first method that says so), or None
+        self._unfusable = next((f"{m.name}: {why}" for m in self.locality for why in [m.flex_unfusable()] if why), None)
+        self._flex_available = flex_available()
         #: when set to a dict, methods' analysis values (e.g. gates) of the last call are stored here
         self.capture: Optional[Dict[str, Tensor]] = None
 
@@ -82,7 +95,8 @@ class LocalityAttention(MultiheadAttention):
 
     @property
     def needs_probs(self) -> bool:
-        return bool(self._hooks["transform_probs"]) or any(m.needs_probs for m in self.locality)
+        # a method overriding transform_probs starts with needs_probs = True (LocalityMethod.__init__)
+        return any(m.needs_probs for m in self.locality)
 
     def set_beam_size(self, beam_size: int) -> None:
         """Called by fairseq's generator: hypotheses ``i*beam .. (i+1)*beam - 1`` belong to sentence ``i``."""
@@ -170,16 +184,25 @@ class LocalityAttention(MultiheadAttention):
             key_beam=key_beam,
             records={} if self.capture is not None else None,
         )
-        bias = self._logit_bias(ctx, skip=self._kernel)
         if before_softmax:
+            bias = self._logit_bias(ctx, skip=self._kernel)
             if self._kernel is not None:
                 if self._kernel.replaces_attention:
                     raise RuntimeError(f"before_softmax is unsupported: {self._kernel.name} has no pre-softmax logits over (T, S) keys")
                 bias = self._add_method_bias(ctx, bias, self._kernel)
             return self._logits(ctx, bias), v
-        out, probs = self._attend(ctx, bias, need_probs=need_weights or self.needs_probs)
+        need_probs = need_weights or self.needs_probs
+        backend = self.choose_backend(ctx, need_probs)
+        if backend == "flex":
+            call = self._flex_call(ctx)
+            out, probs = call.attend(), None
+            attend_extra = partial(self._attend_extra_flex, ctx, call)
+        else:
+            bias = self._logit_bias(ctx, skip=self._kernel)
+            out, probs = self._attend(ctx, bias, need_probs=need_probs, explicit=backend == "eager")
+            attend_extra = partial(self._attend_extra, ctx, bias, backend == "eager")
         for method in self._hooks["mix_output"]:
-            out = method.mix_output(ctx, out, partial(self._attend_extra, ctx, bias))
+            out = method.mix_output(ctx, out, attend_extra)
         if self.capture is not None:
             self.capture.clear()
             self.capture.update(ctx.records or {})
@@ -320,8 +343,55 @@ class LocalityAttention(MultiheadAttention):
         explicit = getattr(self._kernel.options, "implementation", "auto") != "auto"
         return device.type != "cuda" or self._kernel.replaces_attention or explicit
 
-    def _attend(self, ctx: AttentionContext, bias: Optional[Tensor], need_probs: bool) -> Tuple[Tensor, Optional[Tensor]]:
-        """Per-head output (B, H, T, d) and, when asked for, the probabilities."""
+    def choose_backend(self, ctx: AttentionContext, need_probs: bool) -> str:
+        """``eager``, ``sdpa`` or ``flex`` for this call (rules: ``backends.choose_backend``), logged once per choice."""
+        device = ctx.q.device
+        own_kernel = None
+        if self._kernel is not None and self.uses_kernel(device) and not self._kernel.replaces_attention:
+            choice = getattr(self._kernel.options, "implementation", "auto")
+            if choice != "auto":
+                own_kernel = f"{self._kernel.name}'s own kernel was chosen (--{self._kernel.name}-implementation {choice})"
+        grad_on_cpu = device.type != "cuda" and torch.is_grad_enabled() and (
+            ctx.q.requires_grad or ctx.k.requires_grad or ctx.v.requires_grad
+            or any(p.requires_grad for p in self.locality.parameters())
+        )
+        mask = ctx.attn_mask
+        other_mask = mask is not None and not (ctx.causal and tuple(mask.shape) == (ctx.tgt_len, ctx.src_len))
+        unfusable = self._unfusable
+        if unfusable is None and device.type == "cuda" and self.head_dim < 16:
+            unfusable = f"head dimension {self.head_dim} < 16 (Flex's CUDA kernel)"
+        facts = CallFacts(
+            requested=self.backend, device=device.type, need_probs=need_probs, unfusable=unfusable,
+            own_kernel=own_kernel, dropout=self._dropout_p() > 0, grad_on_cpu=grad_on_cpu,
+            incremental=ctx.incremental, other_mask=other_mask, capture=self.capture is not None,
+            flex_missing=not self._flex_available,
+        )
+        backend, reason = choose_backend(facts)
+        log_choice_once(self.spec.attn_type, [m.name for m in self.locality] or ["none"], backend, reason)
+        return backend
+
+    def _flex_terms(self, ctx: AttentionContext) -> List[FlexTerms]:
+        return [terms for method in self.locality for terms in [method.flex_terms(ctx)] if terms is not None]
+
+    def _flex_call(self, ctx: AttentionContext) -> FlexCall:
+        """The call's FlexAttention: the methods' terms, the padding and (decoder self-attention) the future mask."""
+        return FlexCall(
+            ctx.q, ctx.k, ctx.v, ctx.scaling, self._flex_terms(ctx),
+            # always a padding term (all True without padding): one score_mod structure per block, fewer recompiles
+            key_valid=ctx.key_valid,
+            causal=ctx.attn_mask is not None,  # choose_backend lets only the decoder's future mask through
+        )
+
+    def _attend_extra_flex(self, ctx: AttentionContext, call: FlexCall, extra_bias, flex: Optional[FlexTerms] = None) -> Tensor:
+        """``attend`` of mix_output methods under Flex: their extra pattern's Flex form, else the dense path."""
+        if flex is not None:
+            return call.attend(flex)
+        return self._attend_extra(ctx, self._logit_bias(ctx, skip=self._kernel), False, extra_bias)
+
+    def _attend(
+        self, ctx: AttentionContext, bias: Optional[Tensor], need_probs: bool, explicit: bool = False
+    ) -> Tuple[Tensor, Optional[Tensor]]:
+        """Per-head output (B, H, T, d) and, when asked for (or ``explicit``), the probabilities."""
         if self._kernel is not None and not self.uses_kernel(ctx.q.device):
             bias = self._add_method_bias(ctx, bias, self._kernel)
         elif self._kernel is not None:
@@ -331,7 +401,7 @@ class LocalityAttention(MultiheadAttention):
                     raise RuntimeError(f"{self._kernel.name}.attention_kernel returned no probabilities although asked to")
                 return result
             bias = self._add_method_bias(ctx, bias, self._kernel)
-        if not need_probs:
+        if not need_probs and not explicit:
             out = F.scaled_dot_product_attention(
                 ctx.q, ctx.k, ctx.v, attn_mask=bias, dropout_p=self._dropout_p(), scale=ctx.scaling
             )
@@ -348,11 +418,18 @@ class LocalityAttention(MultiheadAttention):
                 out = out + term
         return out, probs
 
-    def _attend_extra(self, ctx: AttentionContext, bias: Optional[Tensor], extra_bias: Tensor) -> Tensor:
-        """Attention over the same logits plus ``extra_bias`` (for output-mixing methods)."""
+    def _attend_extra(
+        self, ctx: AttentionContext, bias: Optional[Tensor], explicit: bool, extra_bias, flex: Optional[FlexTerms] = None
+    ) -> Tensor:
+        """Attention over the same logits plus ``extra_bias`` (for output-mixing methods).
+
+        ``extra_bias`` is a tensor or a function returning one (computed only here, not under Flex); ``flex``
+        is the same pattern's Flex form (used by ``_attend_extra_flex``).
+        """
+        extra_bias = extra_bias() if callable(extra_bias) else extra_bias
         combined = extra_bias.to(ctx.q.dtype) if bias is None else bias + extra_bias.to(ctx.q.dtype)
         combined = combined.masked_fill(torch.isneginf(combined).all(dim=-1, keepdim=True), 0.0)
-        out, _ = self._attend(ctx, combined, need_probs=self.needs_probs)
+        out, _ = self._attend(ctx, combined, need_probs=self.needs_probs, explicit=explicit)
         return out
 
     @torch.jit.unused

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Tuple, Type
 
+from .backends import read_backend
 from .errors import LocalityConfigError
 from .options import read_method_options
 from .protocol import ATTENTION_TYPES, LocalityMethod, MethodOptions, parse_layer_spec
@@ -25,6 +26,8 @@ class LocalityPlan:
     """Validated placement: for every (attention type, 1-based layer), the methods to build."""
 
     placements: Dict[Tuple[str, int], List[Tuple[Type[LocalityMethod], MethodOptions]]]
+    #: --locality-attention-backend (attention.backends)
+    backend: str = "auto"
 
     @classmethod
     def from_args(cls, args: Any) -> "LocalityPlan":
@@ -52,7 +55,7 @@ class LocalityPlan:
                 layers = parse_layer_spec(options.layers, num_layers[kind], flag=f"{flag}-layers")
                 for layer in sorted(layers):
                     placements.setdefault((kind, layer), []).append((method, options))
-        return cls(placements)
+        return cls(placements, backend=read_backend(args))
 
     def methods_for(self, attn_type: str, layer: int) -> List[Tuple[Type[LocalityMethod], MethodOptions]]:
         return self.placements.get((attn_type, layer), [])

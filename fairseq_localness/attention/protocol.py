@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, FrozenSet, Optional, 
 from torch import Tensor, nn
 
 from .errors import LocalityConfigError
+from .fusion import FlexTerms
 
 if TYPE_CHECKING:  # pragma: no cover
     from .context import AttentionContext
@@ -127,10 +128,13 @@ class LocalityMethod(nn.Module):
         out    = mix_output(out, attend)                     # hybrid local/global gate
         y      = out_proj(out) + sum(output_term)            # block context beside the projection (release Block)
 
-    ``attend(extra_bias)`` recomputes attention over the same logits plus an
-    extra bias (e.g. a local band), for methods that mix several patterns.
+    ``attend(extra_bias, flex=None)`` recomputes attention over the same
+    logits plus an extra bias (e.g. a local band; a tensor, or a function
+    returning one so that FlexAttention need not build it), for methods that
+    mix several patterns; ``flex`` is the same pattern as :class:`FlexTerms`.
     When no method needs probabilities, attention runs through
-    ``torch.nn.functional.scaled_dot_product_attention`` with the summed bias.
+    ``flex_attention`` or ``scaled_dot_product_attention`` (the backend, see
+    ``fairseq_localness.attention.backends``).
 
     ``attention_kernel(ctx, bias, need_probs, dropout)`` lets one method per
     attention block replace the three middle lines (score, softmax, weighted
@@ -144,11 +148,24 @@ class LocalityMethod(nn.Module):
     runs its own step. A kernel with a dense ``logit_bias`` equivalent is
     skipped in blocks that also use ``transform_probs``/``value_term``.
 
+    Fusion (FlexAttention, :mod:`.fusion`): ``flex_terms(ctx)`` gives the
+    method's ``logit_bias`` again as a ``score_mod`` (a function of one score
+    reading small per-query or per-distance tensors) and/or a ``Band`` (a
+    block mask cached per length bucket), so that the attention core can run
+    the block through ``flex_attention`` without a dense bias.
+    ``flex_unfusable()`` says why a method cannot run there (None: it can);
+    the default reads the hooks: probabilities read or changed, a kernel with
+    no bias equivalent, or a ``logit_bias`` without ``flex_terms``. Hooks
+    outside the score -> softmax -> sum step (``transform_input``,
+    ``transform_qk``, ``mix_output``, ``output_term``) run around the kernel
+    and need nothing.
+
     Class attributes:
         Options: dataclass of the method's options (flags ``--<name>-<field>``).
         supported_attention: attention types the method is defined for.
         needs_probs: the method reads or changes attention probabilities
-            (forces the explicit softmax path). Instances may change it.
+            (forces the explicit softmax path). Instances may change it; it
+            starts True where a class overrides ``transform_probs``.
         masks_rows: the method's bias can hide every key from a query (hard
             windows); the core then makes such rows attend uniformly instead
             of producing NaN.
@@ -170,6 +187,8 @@ class LocalityMethod(nn.Module):
         super().__init__()
         self.options = options
         self.spec = spec
+        if type(self).overrides("transform_probs"):
+            self.needs_probs = True  # until the subclass says its transform is the identity (e.g. an option)
 
     def transform_input(self, x: Tensor, key_padding_mask: Optional[Tensor]) -> Tensor:
         """Self-attention only: map the input (T, B, C) before the q/k/v projections (e.g. a convolution stack).
@@ -222,6 +241,30 @@ class LocalityMethod(nn.Module):
 
         ``dropout`` is the attention dropout to apply to the probabilities.
         """
+        return None
+
+    def flex_terms(self, ctx: "AttentionContext") -> Optional[FlexTerms]:
+        """This call's ``logit_bias`` as FlexAttention terms (a ``score_mod``, a ``Band``, key windows), or None for none.
+
+        Called instead of ``logit_bias`` when the block runs through
+        FlexAttention, and only if ``flex_unfusable()`` is None. Must equal
+        ``logit_bias`` at every real query and key (tests/test_flex.py).
+        """
+        return None
+
+    def flex_unfusable(self) -> Optional[str]:
+        """Why this method (with its options) cannot run inside FlexAttention, or None when it can.
+
+        The default reads the hooks; methods override it to name the reason
+        in their paper's terms, or to depend on their options.
+        """
+        cls = type(self)
+        if self.needs_probs:
+            return "it reads or changes the attention probabilities"
+        if cls.replaces_attention:
+            return "its attention_kernel has no logit-bias equivalent"
+        if cls.overrides("logit_bias") and not cls.overrides("flex_terms"):
+            return "it declares no FlexAttention form of its logit_bias"
         return None
 
     def extra_repr(self) -> str:

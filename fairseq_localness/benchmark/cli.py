@@ -11,7 +11,8 @@ import tempfile
 import time
 from typing import Dict, List, Optional, Tuple
 
-from .report import _fmt, _loadavg, print_models, print_table, summarise
+from ..provenance import command_line, machine_description, utc_now
+from .report import _fmt, _loadavg, format_models, print_table, summarise
 from .specs import (
     DEFAULT_SETTINGS, QUICK_MODEL_OVERRIDES, QUICK_SETTINGS, BenchmarkError, Spec, _normalise_key, _override_value,
     _quiet_fairseq, check_registered, derive_baseline_arch, fairseq_args, max_positions, parse_seq_lens, parse_specs,
@@ -39,6 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seq-lens", default="64,256",
                    help="comma-separated sentence lengths (source = target, incl. EOS)")
     p.add_argument("--json", metavar="PATH", help="also write the records as JSON")
+    p.add_argument("--run-json", metavar="PATH",
+                   help="also write the run as JSON: the records with the date, machine, load average and command "
+                        "(the format of docs/results/benchmark/, which the docs' tables are generated from)")
     p.add_argument("--baseline", metavar="ARCH",
                    help="reference for every arch, instead of the transformer of the "
                         "same size derived from the name suffix")
@@ -235,6 +239,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if argv[:1] == ["--worker"]:
         return worker_main(argv[1])
     opts = build_parser().parse_args(argv)
+    opts.argv = list(argv)
     try:
         return drive(opts)
     except BenchmarkError as exc:
@@ -299,7 +304,7 @@ def drive(opts) -> int:
     if opts.interleaved is not None:
         return drive_interleaved(opts, specs, seq_lens, settings)
     runs: Dict[Tuple[str, int], List[dict]] = {(s.label, L): [] for s in specs for L in seq_lens}
-    t_start = time.perf_counter()
+    t_start, started = time.perf_counter(), utc_now()
     with tempfile.TemporaryDirectory(prefix="fl-bench-") as workdir:
         for rep in range(settings["repeats"]):
             for seq_len in seq_lens:
@@ -318,7 +323,7 @@ def drive(opts) -> int:
     settings["loadavg_before"], settings["loadavg_after"] = load_before, _loadavg()
     records = summarise(specs, seq_lens, runs, settings, baselines)
     print()
-    print_models(specs, runs, seq_lens[0])
+    print(format_models([r for r in records if r["seq_len"] == seq_lens[0]]))
     print()
     print_table(records, settings)
     load = "" if load_before is None else (
@@ -331,15 +336,31 @@ def drive(opts) -> int:
             json.dump(records, f, indent=2)
             f.write("\n")
         print(f"wrote {opts.json}")
+    if opts.run_json:
+        write_run_json(opts, records, settings, started, load_before, settings["loadavg_after"])
     return 0
 
 
-def write_json(path: str, records: List[dict]) -> None:
+def write_json(path: str, records) -> None:
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w") as f:
         json.dump(records, f, indent=2)
         f.write("\n")
     print(f"wrote {path}")
+
+
+def write_run_json(opts, records: List[dict], settings: dict, started, load_before: Optional[float],
+                   load_after: Optional[float]) -> None:
+    """The run as docs/results/benchmark/ keeps it: the records and where, when and how they were measured."""
+    import torch
+
+    finished = utc_now()
+    load = None if load_before is None else f"{load_before:.1f} before, {load_after:.1f} after"
+    run = {"date": started.date().isoformat(), "time": f"{started:%H:%M}-{finished:%H:%M} UTC",
+           "machine": machine_description(1 if settings["device"] == "cuda" else 0), "load_average": load,
+           "torch": torch.__version__, "command": command_line("python scripts/benchmark.py", getattr(opts, "argv", [])),
+           "source": "written by the command (--run-json)", "records": records}
+    write_json(opts.run_json, run)
 
 
 def drive_interleaved(opts, specs: List[Spec], seq_lens: List[int], settings: dict) -> int:
@@ -348,7 +369,7 @@ def drive_interleaved(opts, specs: List[Spec], seq_lens: List[int], settings: di
         raise BenchmarkError("--interleaved must be >= 1 round")
     if opts.profile < 0:
         raise BenchmarkError("--profile must be >= 0")
-    start, load_before = time.perf_counter(), _loadavg()
+    start, started, load_before = time.perf_counter(), utc_now(), _loadavg()
     if opts.clock == "cpu" and settings["device"] == "cuda":
         raise BenchmarkError("--clock cpu times the host's CPU work only, not the GPU's: use --clock wall on CUDA")
     records = run_interleaved(specs, seq_lens, settings, opts.interleaved, opts.profile,
@@ -356,10 +377,13 @@ def drive_interleaved(opts, specs: List[Spec], seq_lens: List[int], settings: di
                               flops=opts.count_flops)
     print(format_rounds(records))
     print(f"clock: {'process CPU time' if opts.clock == 'cpu' else 'wall time'}")
-    load = "" if load_before is None else f" (1-minute load average {load_before:.1f} before, {_loadavg():.1f} after)"
+    load_after = _loadavg()
+    load = "" if load_before is None else f" (1-minute load average {load_before:.1f} before, {load_after:.1f} after)"
     print(f"{opts.interleaved} interleaved rounds, total {time.perf_counter() - start:.1f} s{load}")
     if opts.json:
         write_json(opts.json, records)
+    if opts.run_json:
+        write_run_json(opts, records, settings, started, load_before, load_after)
     return 0
 
 

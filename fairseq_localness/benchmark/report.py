@@ -91,7 +91,8 @@ def summarise(specs: List[Spec], seq_lens: List[int], runs: Dict, settings: dict
     return records
 
 
-def print_table(records: List[dict], settings: dict) -> None:
+def format_table(records: List[dict], device: str = "cpu") -> str:
+    """The printed table: one line per record, a blank line between lengths, the footnote on what the columns are."""
     cols = ("arch", "len", "params", "train tok/s", "ratio", "peak MB", "mem ratio",
             "decode tok/s", "ratio")
     rows = []
@@ -109,29 +110,36 @@ def print_table(records: List[dict], settings: dict) -> None:
         ))
     widths = [max(len(c), *(len(row[i]) for row in rows)) for i, c in enumerate(cols)]
     line = lambda cells: "  ".join(  # noqa: E731
-        c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
-    print(line(cols))
-    print("  ".join("-" * w for w in widths))
+        c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+    lines = [line(cols), "  ".join("-" * w for w in widths)]
     prev_len = None
     for r, row in zip(records, rows):
         if prev_len is not None and r["seq_len"] != prev_len:
-            print()
+            lines.append("")
         prev_len = r["seq_len"]
-        print(line(row))
+        lines.append(line(row))
     mem = ("torch.cuda.max_memory_allocated over build+training"
-           if settings["device"] == "cuda"
+           if device == "cuda"
            else "growth of the worker's peak anonymous RSS over build+training")
-    print(f"\n* = reference; ratios = median of this arch / median of its reference. "
-          f"peak MB: {mem}.")
+    lines += ["", f"* = reference; ratios = median of this arch / median of its reference. peak MB: {mem}."]
+    return "\n".join(lines)
 
 
-def print_models(specs: List[Spec], runs: Dict, seq_len: int) -> None:
-    print("Models:")
-    for spec in specs:
-        r = runs[(spec.label, seq_len)][0]
+def print_table(records: List[dict], settings: dict) -> None:
+    print(format_table(records, settings["device"]))
+
+
+def format_models(records: List[dict]) -> str:
+    """The "Models:" lines: each model's size and its reference (one record per model, the first length's)."""
+    lines, seen = ["Models:"], set()
+    for r in records:
+        if r["arch"] in seen:
+            continue
+        seen.add(r["arch"])
         s = r["size"]
-        print(f"  {spec.label}: {r['params']:,} params, embed {s['encoder_embed_dim']}/"
-              f"{s['decoder_embed_dim']}, ffn {s['encoder_ffn_embed_dim']}, layers "
-              f"{s['encoder_layers']}+{s['decoder_layers']}, heads "
-              f"{s['encoder_attention_heads']}/{s['decoder_attention_heads']}"
-              f"  [{spec.role}{'' if spec.role == 'baseline' else ', vs ' + spec.baseline}]")
+        lines.append(f"  {r['arch']}: {r['params']:,} params, embed {s['encoder_embed_dim']}/"
+                     f"{s['decoder_embed_dim']}, ffn {s['encoder_ffn_embed_dim']}, layers "
+                     f"{s['encoder_layers']}+{s['decoder_layers']}, heads "
+                     f"{s['encoder_attention_heads']}/{s['decoder_attention_heads']}"
+                     f"  [{r['role']}{'' if r['role'] == 'baseline' else ', vs ' + r['baseline']}]")
+    return "\n".join(lines)

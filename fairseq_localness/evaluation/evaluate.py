@@ -251,7 +251,7 @@ def evaluate(a: argparse.Namespace) -> dict[str, Any]:
     write_lines(os.path.join(out, "ref.tok.txt"), refs)
     hyp_detok = None
     if texts["detok_ref"] is not None:
-        from ..prep.tokenize import make_detokenizer
+        from localness_prep.tokenize import make_detokenizer
 
         detok = make_detokenizer(tgt)
         hyp_detok = [detok(h) for h in hyps]

@@ -14,7 +14,7 @@ translation it writes ``OUT/scores.json``, keyed by the metric (``{"accuracy": {
 - **language_modeling**: ``fairseq-eval-lm`` on the split with the stated sample break mode,
   tokens per sample and context window; its log line ``Loss (base 2): L, Perplexity: P`` is read
   back (P = 2 ** L, L the mean base-2 loss per scored token, ``</s>`` included).
-- **probing**: ``scripts/probe.py evaluate`` (:mod:`fairseq_localness.probing`, docs/probing.md) on
+- **probing**: ``fairseq-localness-probe evaluate`` (:mod:`fairseq_localness.probing`, docs/probing.md) on
   the frozen encoder of a translation checkpoint with SentEval's probing files; its ``results.json``
   becomes ``{"probing_accuracy": {"SeLn": ..., ..., "surf": ..., "sync": ..., "semc": ...}}`` in
   percent, named as Xu et al. (2019) Tables 3-4 name them.
@@ -33,7 +33,7 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from ..paths import SCRIPTS_DIR, USER_DIR
+from ..paths import USER_DIR
 
 #: the scores.json entry of each task
 TASK_METRIC = {"classification": "accuracy", "language_modeling": "ppl", "probing": "probing_accuracy",
@@ -91,7 +91,8 @@ def probing_record(results: Dict) -> Dict[str, float]:
 
 def probing_accuracy(checkpoint: Path, data_bin: Path, subset: str, tasks_dir: Optional[Path], prep_dir: Optional[Path],
                      out: Path, cpu: bool = False) -> Dict[str, float]:
-    """Probe the checkpoint's frozen encoder (scripts/probe.py evaluate) and read its results back."""
+    """Probe the checkpoint's frozen encoder (``fairseq-localness-probe evaluate``, in this process) and read its
+    results back."""
     if subset != "test":
         raise ScoreError(f"--subset {subset}: the probes report accuracy on SentEval's test partition (te) only")
     if tasks_dir is None or prep_dir is None:
@@ -99,13 +100,14 @@ def probing_accuracy(checkpoint: Path, data_bin: Path, subset: str, tasks_dir: O
                          "data-prep output the encoder was trained on: its BPE model and casing)")
     import torch
 
+    from ..probing.cli import main as probe_main  # torch and the probes: loaded only for this task
+
     device = "cuda" if torch.cuda.is_available() and not cpu else "cpu"
-    command = [sys.executable, str(SCRIPTS_DIR / "probe.py"), "evaluate", "--checkpoint", str(checkpoint),
-               "--tasks", str(tasks_dir), "--prep-dir", str(prep_dir), "--data", str(data_bin),
-               "--out-dir", str(out / "probing"), "--force", "--device", device]
-    print("+ " + " ".join(command), flush=True)
-    if subprocess.call(command) != 0:
-        raise ScoreError("scripts/probe.py evaluate failed (its error is above)")
+    argv = ["evaluate", "--checkpoint", str(checkpoint), "--tasks", str(tasks_dir), "--prep-dir", str(prep_dir),
+            "--data", str(data_bin), "--out-dir", str(out / "probing"), "--force", "--device", device]
+    print("+ fairseq-localness-probe " + " ".join(argv), flush=True)
+    if probe_main(argv) != 0:
+        raise ScoreError("fairseq-localness-probe evaluate failed (its error is above)")
     return probing_record(json.loads((out / "probing" / "results.json").read_text(encoding="utf-8")))
 
 
@@ -203,7 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="how the text is cut into samples [eos: one sentence each]")
     lm.add_argument("--context-window", type=int, default=0,
                     help="tokens of the previous sample each sample sees without scoring them [0]")
-    probe = parser.add_argument_group("probing (scripts/probe.py evaluate)")
+    probe = parser.add_argument_group("probing (fairseq-localness-probe evaluate)")
     probe.add_argument("--probing-tasks", type=Path, help="directory of SentEval probing files "
                        "(data-prep/prepare-senteval-probing.sh --out)")
     probe.add_argument("--prep-dir", type=Path, help="the data-prep --out directory of the encoder's training data")

@@ -15,6 +15,7 @@ failed rows again with the stored resources (training resumes from its last chec
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shlex
 from dataclasses import replace
@@ -26,7 +27,6 @@ from .cluster import (RECORD_NAME, SlurmOptions, add_slurm_arguments, append_rec
 from .costs import gpu_hours, gpu_hours_table  # noqa: F401  (gpu_hours: re-exported for reproduce's users)
 from .launch import LaunchError
 from .plans import baseline_first
-from .train_cli import parse_train
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -71,8 +71,9 @@ def row_state(plan) -> Tuple[str, str]:
 
 def row_launch(plan, options: SlurmOptions):
     """The Launch of a row's train.sh command on the requested nodes, validated, with its batch split."""
-    _, launch = parse_train(plan.train[2:] + ["--nodes", str(options.nodes)])
-    launch.master_port = 0  # node 0's port comes from the job id (cluster_jobs.TrainJob)
+    # node 0's port comes from the job id (cluster_jobs.TrainJob)
+    launch = dataclasses.replace(plan.launch, nodes=options.nodes, master_port=0,
+                                 overrides=list(plan.launch.overrides))
     launch.validate()
     return launch, launch.plan()
 

@@ -33,7 +33,6 @@ import io
 import json
 import math
 import os
-import platform
 import re
 import shlex
 import sys
@@ -44,11 +43,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ..paths import CONFIG_DIR, SCRIPTS_DIR
-from .launch import LaunchError, Launch, arch_configs, benchmark_values, benchmarks, model_keys
+from ..paths import CONFIG_DIR, SCRIPTS_DIR, CheckoutError, require_checkout
+from ..provenance import machine_description
+from .launch import LaunchError, Launch, arch_configs, benchmark_values, benchmarks, model_keys, precision_overrides
+from .plans import RowPlan
 from .processes import stream
-from .train_cli import parse_train
 from .runlog import stats
+from .tables import Row
 
 COMPARE_FILE = CONFIG_DIR / "compare.yaml"
 NORMS = ("pre", "post")
@@ -178,19 +179,18 @@ def norm_overrides(arch: str, norm: str) -> List[str]:
     return overrides
 
 
-def train_argv(grid: Grid, spec: RunSpec) -> List[str]:
-    """scripts/train.sh's arguments for one run (the launcher parses exactly these)."""
-    device = ["--gpus", str(grid.gpus)] if grid.gpus else ["--cpu-procs", "1"]
-    return [grid.recipe, spec.arch, "--data", str(grid.data_bin),
-            "--save-dir", str(grid.run_dir(spec) / "checkpoints"), *device,
-            f"common.seed={spec.seed}", *norm_overrides(spec.arch, spec.norm),
-            *(["common.fp16=true"] if grid.fp16 else []), *grid.train_overrides]
-
-
 def launch_of(grid: Grid, spec: RunSpec) -> Launch:
-    _, launch = parse_train(train_argv(grid, spec))
-    launch.recipe_dir = grid.root / "recipe" if grid.recipe_file else None
-    return launch
+    """One run's training: the label's recipe with the run's seed and norm placement (not yet validated)."""
+    return Launch(benchmark=grid.recipe, arch=spec.arch, data=str(grid.data_bin),
+                  save_dir=str(grid.run_dir(spec) / "checkpoints"), gpus=grid.gpus, cpu_procs=1,
+                  overrides=[f"common.seed={spec.seed}", *norm_overrides(spec.arch, spec.norm),
+                             *(["common.fp16=true"] if grid.fp16 else []), *precision_overrides(grid.train_overrides)],
+                  recipe_dir=grid.root / "recipe" if grid.recipe_file else None)
+
+
+def train_argv(grid: Grid, spec: RunSpec) -> List[str]:
+    """scripts/train.sh's arguments for one run (what its dry run prints)."""
+    return launch_of(grid, spec).train_sh_args()
 
 
 def evaluate_argv(grid: Grid, spec: RunSpec) -> List[str]:
@@ -794,17 +794,6 @@ def lowercased(data_bin: Path) -> bool:
     return bool(read_prep_info(str(data_bin)).get("lowercased", False))
 
 
-def machine_description(gpus: int) -> str:
-    if gpus:
-        try:
-            import torch
-
-            return f"{gpus} x {torch.cuda.get_device_name(0)}, torch {torch.__version__}"
-        except Exception:
-            return f"{gpus} GPU(s)"
-    return f"{os.cpu_count()}-core CPU ({platform.machine()}), {platform.python_implementation()} {platform.python_version()}"
-
-
 # --- command line -------------------------------------------------------------------------------------------
 
 
@@ -898,17 +887,13 @@ def grid_from_args(args: argparse.Namespace) -> Grid:
 
 def cluster_plans(grid: Grid) -> List[Any]:
     """The grid's runs as reproduce's row plans, for the Slurm submission of :mod:`.cluster_tables`."""
-    from .plans import RowPlan
-    from .tables import Row
-
     plans = []
     for spec in grid.runs():
         run_dir = grid.run_dir(spec)
         row = Row(paper=grid.label, table="", id=f"{spec.norm}.{spec.arch}.seed{spec.seed}", label=spec.arch,
                   split="test", setting=grid.recipe, arch=spec.arch)
-        train = ["bash", str(SCRIPTS_DIR / "train.sh"), *train_argv(grid, spec)]
         evaluate = ["bash", str(SCRIPTS_DIR / "evaluate.sh"), *evaluate_argv(grid, spec)]
-        plan = RowPlan(row, run_dir, grid.data_bin, train, evaluate, "sacrebleu")
+        plan = RowPlan(row, run_dir, grid.data_bin, launch_of(grid, spec), evaluate, "sacrebleu")
         plans.append(plan)
     return plans
 
@@ -917,6 +902,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args = parser.parse_args(argv)
+    try:
+        require_checkout()
+    except CheckoutError as err:
+        parser.error(str(err))
     try:
         grid = grid_from_args(args)
         if args.publish and not args.dry_run:  # also for --table-only: the table of a fresh checkout

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from ..paths import REPO
+from .doc_tables import replace_block
 
 RESULTS = REPO / "docs" / "results" / "compare"
 README = REPO / "README.md"
@@ -51,11 +52,7 @@ def render(results: Path = RESULTS, base: Path = REPO) -> str:
 
 
 def replace_section(readme_text: str, section: str) -> str:
-    if BEGIN not in readme_text or END not in readme_text:
-        raise SystemExit(f"README.md has no {BEGIN} ... {END} markers")
-    head, rest = readme_text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    return f"{head}{BEGIN}\n{section}\n{END}{tail}"
+    return replace_block(readme_text, BEGIN, END, section, "README.md")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

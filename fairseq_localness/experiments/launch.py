@@ -26,7 +26,7 @@ import shlex
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..paths import CONFIG_DIR, USER_DIR
 from .processes import free_port, run_processes  # noqa: F401  (run_processes: re-exported for the launcher's users)
@@ -73,6 +73,12 @@ FP16_SETTINGS = {
 #: fairseq-train's precision flags, accepted by train.sh as their Hydra overrides
 PRECISION_FLAGS = {flag: f"{key}=true" for key, (flag, _) in FP16_SETTINGS.items()}
 PRECISION_FLAGS["--bf16"] = "common.bf16=true"
+
+def precision_overrides(arguments: Sequence[str]) -> List[str]:
+    """Training arguments with fairseq-train's precision flags as their Hydra overrides (``--fp16`` ->
+    ``common.fp16=true``); train.sh and reproduce's ``--train-args`` accept both spellings."""
+    return [PRECISION_FLAGS.get(a, a) for a in arguments]
+
 
 #: Launch.check_config's outcome per (benchmark, arch, overrides, recipe dir, GPUs?): None or the error
 _config_checks: Dict[tuple, Optional[str]] = {}
@@ -322,6 +328,30 @@ class Launch:
 
     #: set by :meth:`validate`: the save directory holds this training, finished (fairseq is not started again)
     already_trained: bool = False
+
+    def train_sh_args(self) -> List[str]:
+        """``scripts/train.sh``'s arguments that start this launch: what a user runs by hand, what a table prints
+        and what its subprocess runs. (``recipe_dir`` has no flag: a recipe file given to the comparison is
+        found beside its runs.)"""
+        args = [self.benchmark, self.arch]
+        if self.data is not None:
+            args += ["--data", str(self.data)]
+        if self.save_dir is not None:
+            args += ["--save-dir", str(self.save_dir)]
+        args += ["--gpus", str(self.gpus)] if self.gpus else ["--cpu-procs", str(self.cpu_procs)]
+        if self.nodes != 1:
+            args += ["--nodes", str(self.nodes)]
+        if self.node_rank:
+            args += ["--node-rank", str(self.node_rank)]
+        if self.master_addr != "127.0.0.1":
+            args += ["--master-addr", self.master_addr]
+        if self.master_port is not None:
+            args += ["--master-port", str(self.master_port)]
+        if self.max_tokens is not None:
+            args += ["--max-tokens", str(self.max_tokens)]
+        if self.effective_tokens is not None:
+            args += ["--effective-tokens", str(self.effective_tokens)]
+        return args + list(self.overrides)
 
     @property
     def world_size(self) -> int:

@@ -10,6 +10,7 @@ from typing import Dict, List, Optional, Sequence
 
 from ..paths import SCRIPTS_DIR
 from .fairseq_options import parser_error, setting_task_flags
+from .launch import Launch
 from .recipes import arch_configs, benchmarks
 from .tables import Row, TableError, evaluation_of, setting_model_flags, table_dirname
 
@@ -42,12 +43,19 @@ def missing_reason(row: Row, tables: Optional[Dict] = None) -> Optional[str]:
 
 @dataclass
 class RowPlan:
+    """One row's run: its training (a :class:`.launch.Launch`), its evaluation command and where both write."""
+
     row: Row
     run_dir: Path
     data_bin: Path
-    train: List[str]
+    launch: Launch
     evaluate: List[str]
     metric: str
+
+    @property
+    def train(self) -> List[str]:
+        """The training as the ``scripts/train.sh`` command that a dry run prints and a local run starts."""
+        return ["bash", str(SCRIPTS / "train.sh"), *self.launch.train_sh_args()]
 
     @property
     def eval_dir(self) -> Path:
@@ -58,13 +66,16 @@ class RowPlan:
         return self.eval_dir / "scores.json"
 
 
-def plan_row(row: Row, tables: Dict, work: Path, data_root: Path, launcher: List[str]) -> RowPlan:
+def plan_row(row: Row, tables: Dict, work: Path, data_root: Path, gpus: int = 0, cpu_procs: int = 1,
+             max_tokens: Optional[int] = None) -> RowPlan:
+    """A row's plan on GPUS GPUs (0: CPU_PROCS CPU processes), MAX_TOKENS per device (default: the setting's)."""
     evaluation = evaluation_of(tables, row.scored_by)
     training = evaluation_of(tables, row.setting) if row.scored_by != row.setting else evaluation
     run_dir = work / row.paper / table_dirname(row.table) / row.id
     data_bin = data_root / training.data / "data-bin"  # probing: the translation data its encoder is trained on
-    train = ["bash", str(SCRIPTS / "train.sh"), row.setting, row.arch, "--data", str(data_bin),
-             "--save-dir", str(run_dir / "checkpoints"), *launcher, *row.overrides]
+    launch = Launch(benchmark=row.setting, arch=row.arch, data=str(data_bin), save_dir=str(run_dir / "checkpoints"),
+                    gpus=gpus, cpu_procs=1 if gpus else cpu_procs, max_tokens=max_tokens,
+                    overrides=list(row.overrides))
     script = "evaluate.sh" if evaluation.task == "translation" else "score_task.sh"
     evaluate = ["bash", str(SCRIPTS / script), str(run_dir / "checkpoints"), str(data_bin),
                 *evaluation.evaluate_flags(row.split), "--out", str(run_dir / f"eval-{row.split}")]
@@ -72,7 +83,7 @@ def plan_row(row: Row, tables: Dict, work: Path, data_root: Path, launcher: List
         evaluate += ["--probing-tasks", str(data_root / evaluation.data), "--prep-dir", str(data_root / training.data)]
     if row.baseline and evaluation.task == "translation":  # the paired bootstrap test reads the baseline's output
         evaluate += ["--baseline-hyp", str(run_dir.parent / row.baseline / f"eval-{row.split}")]
-    return RowPlan(row, run_dir, data_bin, train, evaluate, evaluation.metric)
+    return RowPlan(row, run_dir, data_bin, launch, evaluate, evaluation.metric)
 
 
 def row_metrics(rows: List[Row], tables: Dict) -> Dict[str, str]:

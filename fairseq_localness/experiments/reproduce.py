@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from . import report
+from ..paths import CheckoutError, require_checkout
+from .launch import precision_overrides
 from .fairseq_options import parser_error, setting_task_flags  # noqa: F401  (re-exported: reproduce's vocabulary)
 from .plans import (  # noqa: F401  (re-exported: reproduce's vocabulary)
     SCRIPTS,
@@ -105,6 +107,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str]) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    try:
+        require_checkout()
+    except CheckoutError as err:
+        parser.error(str(err))
     if not args.tables.is_file():
         parser.error(f"--tables {args.tables}: no such file")
     if args.sweeps is None and args.tables.resolve() == TABLES_FILE.resolve():
@@ -128,8 +134,11 @@ def main(argv: Sequence[str]) -> int:
             parser.error(f"unknown row id(s): {', '.join(unknown)}; the table's rows: {', '.join(r.id for r in rows)}")
         selected = [r for r in rows if r.id in wanted]
     work, data_root = Path(args.work).resolve(), Path(args.data_root).resolve()
-    launcher = (["--gpus", str(args.gpus)] if args.gpus else ["--cpu-procs", str(args.cpu_procs)]) + \
-        (["--max-tokens", str(args.max_tokens)] if args.max_tokens else [])
+    train_args = precision_overrides(shlex.split(args.train_args))
+    flags = [a for a in train_args if a.startswith("-")]
+    if flags:
+        parser.error(f"--train-args takes Hydra overrides (KEY=VALUE), not {' '.join(flags)}; "
+                     "give --gpus, --cpu-procs and --max-tokens to reproduce.sh itself")
 
     reasons: Dict[str, str] = {}
     plans: Dict[str, RowPlan] = {}
@@ -138,8 +147,9 @@ def main(argv: Sequence[str]) -> int:
         if reason:
             reasons[row.id] = reason
         else:
-            plan = plan_row(row, tables, work, data_root, launcher)
-            plan.train += shlex.split(args.train_args)
+            plan = plan_row(row, tables, work, data_root, gpus=args.gpus, cpu_procs=args.cpu_procs,
+                            max_tokens=args.max_tokens or None)
+            plan.launch.overrides += train_args
             plan.evaluate += shlex.split(args.eval_args)
             plans[row.id] = plan
     for plan in plans.values():

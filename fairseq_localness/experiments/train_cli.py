@@ -11,8 +11,9 @@ import shlex
 import sys
 from typing import Sequence, Tuple
 
+from ..paths import CheckoutError, require_checkout
 from .cluster import add_slurm_arguments, node_commands, submit_training
-from .launch import PRECISION_FLAGS, Launch, LaunchError, describe, run_here
+from .launch import Launch, LaunchError, describe, precision_overrides, run_here
 from .runlog import compare_main, progress_main, stats_main
 
 
@@ -44,7 +45,7 @@ def parse_train(argv: Sequence[str]) -> Tuple[argparse.Namespace, Launch]:
                         "the sbatch file, with --slurm)")
     add_slurm_arguments(parser)
     args, overrides = parser.parse_known_args(argv)
-    overrides = [PRECISION_FLAGS.get(o, o) for o in overrides]  # --fp16 -> common.fp16=true (fairseq-train's flags)
+    overrides = precision_overrides(overrides)  # --fp16 -> common.fp16=true (fairseq-train's flags)
     unknown = [o for o in overrides if o.startswith("-")]
     if unknown:
         parser.error(f"unknown option(s): {' '.join(unknown)}")
@@ -58,6 +59,11 @@ def parse_train(argv: Sequence[str]) -> Tuple[argparse.Namespace, Launch]:
 
 
 def train_main(argv: Sequence[str]) -> int:
+    try:
+        require_checkout()
+    except CheckoutError as err:
+        print(f"train.sh: error: {err}", file=sys.stderr)
+        return 2
     args, launch = parse_train(argv)
     on_cluster = args.slurm or args.local_executor
     if on_cluster and launch.master_port is None:

@@ -1,10 +1,12 @@
 """The GPU suite: everything that needs a GPU, in one call (``scripts/gpu_suite.sh``; see docs/gpu.md).
 
-Three stages, each writing into ``--out``:
+Four stages, each writing into ``--out``:
 
 1. ``tests``: the CUDA tests (``tests/test_gpu.py``: incremental decoding equals
    the full forward on CUDA, float16/bfloat16 finite at 1,024 tokens, the fused
-   attention path equal to the reference path).
+   attention path equal to the reference path; FlexAttention's forward and
+   backward equal to the reference for every fusable method, gradients into
+   every learned parameter) and ``tests/test_flex.py`` (the backend's rules).
 2. ``train``: a short real-data training of every architecture family with
    ``--fp16`` and with ``--bf16`` (IWSLT14-size models, ``_iwslt_de_en``, on
    Multi30k binarized by ``prepare``): the loss must fall and fp16's loss
@@ -12,10 +14,14 @@ Three stages, each writing into ``--out``:
 3. ``benchmark``: base size, half precision: ratios to the Transformer from the
    interleaved mode (train and decode) and peak memory from the subprocess mode,
    as JSON and markdown.
+4. ``backends``: per method with a Flex form, base size, fp16 and bf16, each
+   ``--locality-attention-backend`` (eager, sdpa, flex) at lengths 64, 256 and
+   1,024: training tokens/s, peak memory and decoding sentences/s, with ratios
+   to fairseq's Transformer measured in the same run.
 
 ``--cpu-smoke`` runs the same code on the CPU at toy size (fp32, two families,
-a handful of updates, given ``--data``) so that the default test run keeps it
-working. ``prepare`` (run where PyPI is reachable) downloads the wheels the
+a handful of updates, given ``--data``; one method for the backends) so that
+the default test run keeps it working. ``prepare`` (run where PyPI is reachable) downloads the wheels the
 offline GPU machine lacks and binarizes Multi30k into ``.gpu/``.
 """
 
@@ -42,6 +48,17 @@ SDISTS = ("antlr4-python3-runtime==4.9.3",)  # hydra's parser runtime is publish
 SMOKE_FAMILIES = ("transformer_gaussian_local", "transformer_diffwin_cross")
 #: fp16 may skip a few updates while the loss scale settles; more than this share means endless overflow
 MAX_OVERFLOW_SHARE = 0.2
+STAGES = ("tests", "train", "benchmark", "backends")
+#: the backends stage: one architecture per method with a Flex form (``ARCH@option=value`` where the paper's
+#: default has none: Local_Hard's multiplied Gaussian, Shaw's value term)
+BACKEND_SPECS = (
+    "transformer_gaussian_local", "transformer_neighbor", "transformer_local_hard@localhard_gaussian=bias",
+    "transformer_bidirect", "transformer_csan1d", "transformer_hybrid_local", "transformer_block", "transformer_dman",
+    "transformer_sman", "transformer_relpos@relpos_values=false", "transformer_alibi", "transformer_kerple",
+    "transformer_fire", "transformer_t5bias", "transformer_rope",
+)
+BACKEND_NAMES = ("eager", "sdpa", "flex")
+SMOKE_BACKEND_SPECS = ("transformer_csan1d",)
 
 
 class SuiteFailure(RuntimeError):
@@ -88,7 +105,7 @@ def prepare(directory: Path = PREPARED, data: Path = REPO.parent / "shared" / "d
 
 
 def stage_tests(out: Path) -> dict:
-    output = run([sys.executable, "-m", "pytest", "-q", "-x", "tests/test_gpu.py", "-p", "no:cacheprovider"],
+    output = run([sys.executable, "-m", "pytest", "-q", "tests/test_gpu.py", "tests/test_flex.py", "-p", "no:cacheprovider"],
                  out / "tests.log", check=False)
     summary = output.strip().splitlines()[-1] if output.strip() else ""
     return {"passed": " failed" not in summary and " error" not in summary and "passed" in summary, "summary": summary}
@@ -173,6 +190,85 @@ def stage_benchmark(out: Path, families: Sequence[str], dtype: str, rounds: int,
             "speed_table": speed_text, "memory_table": memory_text}
 
 
+# ---- stage 4: attention backends ---------------------------------------------------------------------------------
+
+
+def split_specs(text: str) -> List[str]:
+    """'a@x=1,y=2,b' -> ['a@x=1,y=2', 'b']: an ``option=value`` token belongs to the architecture before it."""
+    specs: List[str] = []
+    for token in (t.strip() for t in text.split(",") if t.strip()):
+        if "=" in token and "@" not in token and specs:
+            specs[-1] += "," + token
+        else:
+            specs.append(token)
+    return specs
+
+
+def backend_archs(specs: Sequence[str], backends: Sequence[str] = BACKEND_NAMES) -> str:
+    """The benchmark's ``--archs``: every spec once per backend, ``ARCH@locality_attention_backend=NAME[,...]``."""
+    archs = []
+    for spec in specs:
+        arch, _, overrides = spec.partition("@")
+        for backend in backends:
+            archs.append(f"{arch}@locality_attention_backend={backend}" + (f",{overrides}" if overrides else ""))
+    return ",".join(archs)
+
+
+def backend_rows(records: Sequence[dict]) -> List[dict]:
+    """One row per (method, backend, length) from the benchmark's records, with ratios to its Transformer."""
+    rows = []
+    for record in records:
+        overrides = dict(record.get("overrides") or {})
+        backend = overrides.pop("locality_attention_backend", None)
+        decode_len = record.get("decode_len")
+        per_sentence = (decode_len + 1) if decode_len else None  # every hypothesis: decode_len tokens + EOS
+        decode = record.get("decode_tokens_per_s")
+        rows.append({
+            "method": record.get("base_arch", record["arch"]) + "".join(f" {k}={v}" for k, v in overrides.items()),
+            "backend": backend or "(reference)", "seq_len": record["seq_len"],
+            "train_tokens_per_s": record.get("train_tokens_per_s"),
+            "train_ratio": record.get("train_ratio_vs_baseline"),
+            "peak_mem_mb": record.get("peak_mem_mb"), "mem_ratio": record.get("mem_ratio_vs_baseline"),
+            "decode_sentences_per_s": decode / per_sentence if decode and per_sentence else None,
+            "decode_ratio": record.get("decode_ratio_vs_baseline"), "reference": record.get("baseline"),
+        })
+    return rows
+
+
+def stage_backends(out: Path, specs: Sequence[str], dtypes: Sequence[str], seq_lens: str, cpu: bool,
+                   decode_len: int, steps: int) -> dict:
+    """The benchmark's subprocess mode (one fresh process per measurement: speed, peak memory, decoding) per dtype."""
+    results = {}
+    for dtype in dtypes:
+        path = out / f"backends_{dtype}.json"
+        command = [sys.executable, str(REPO / "scripts" / "benchmark.py"), "--archs", backend_archs(specs),
+                   "--seq-lens", seq_lens, "--dtype", dtype, "--device", "cpu" if cpu else "cuda", "--repeats", "1",
+                   "--max-len", str(decode_len), "--json", str(path)]
+        command += ["--quick", "--threads", "1"] if cpu else ["--steps", str(steps)]
+        try:
+            table = run(command, out / f"backends_{dtype}.log")
+        except SuiteFailure as err:
+            results[dtype] = {"rows": [], "error": str(err)[:3000]}
+            continue
+        results[dtype] = {"rows": backend_rows(json.loads(path.read_text())), "table": table}
+    return results
+
+
+def backend_markdown(results: dict) -> List[str]:
+    def fmt(value, spec="{:,.0f}"):
+        return "-" if value is None else spec.format(value)
+
+    lines = []
+    for dtype, result in results.items():
+        lines += ["", f"### {dtype}", "", "| method | length | backend | train tokens/s | x Transformer | peak MiB | "
+                  "x Transformer | decode sentences/s | x Transformer |", "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        for r in result["rows"]:
+            lines.append(f"| {r['method']} | {r['seq_len']} | {r['backend']} | {fmt(r['train_tokens_per_s'])} | "
+                         f"{fmt(r['train_ratio'], '{:.2f}')} | {fmt(r['peak_mem_mb'])} | {fmt(r['mem_ratio'], '{:.2f}')} | "
+                         f"{fmt(r['decode_sentences_per_s'], '{:.1f}')} | {fmt(r['decode_ratio'], '{:.2f}')} |")
+    return lines
+
+
 # ---- driver ----------------------------------------------------------------------------------------------------
 
 
@@ -184,9 +280,17 @@ def device_description() -> str:
     return f"cpu (torch {torch.__version__})"
 
 
+def machine() -> dict:
+    import torch
+
+    return {"gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None, "torch": torch.__version__,
+            "cuda": torch.version.cuda}
+
+
 def write_report(out: Path, report: dict) -> None:
     (out / "gpu_suite.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
-    lines = [f"# GPU suite, {report['date']}", "", f"Device: {report['device']}", f"Command: `{report['command']}`", "",
+    lines = [f"# GPU suite, {report['date']}", "", f"Device: {report['device']}",
+             f"GPU: {report.get('gpu') or 'none'}; torch {report.get('torch')}", f"Command: `{report['command']}`", "",
              "## CUDA tests", "", f"{report.get('tests', {}).get('summary', 'not run')}", "", "## Training", "",
              "| run | first loss | last loss | updates | overflows | error |", "| --- | --- | --- | --- | --- | --- |"]
     for label, r in report.get("train", {}).items():
@@ -196,6 +300,14 @@ def write_report(out: Path, report: dict) -> None:
     if bench:
         lines += ["", "## Benchmark: speed (interleaved rounds)", "", bench["speed_table"].strip(), "",
                   "## Benchmark: peak memory", "", bench["memory_table"].strip()]
+    if "backends" in report:
+        lines += ["", "## Attention backends", "",
+                  "Per method, training (forward, backward, Adam step) and beam-search decoding at base size under each "
+                  "`--locality-attention-backend`; ratios to fairseq's `transformer` of the same run, length and dtype."]
+        lines += backend_markdown(report["backends"])
+        for dtype, result in report["backends"].items():
+            if result.get("error"):
+                lines += ["", f"{dtype}: FAILED: {result['error'].splitlines()[0]}"]
     (out / "gpu_suite.md").write_text("\n".join(lines) + "\n")
 
 
@@ -208,26 +320,31 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     go.add_argument("--out", type=Path, required=True, help="folder for logs, gpu_suite.json and gpu_suite.md")
     go.add_argument("--data", type=Path, default=PREPARED / "multi30k-bin", help="binarized training data")
     go.add_argument("--cpu-smoke", action="store_true", help="toy-size run of the same code on the CPU")
-    go.add_argument("--stages", default="tests,train,benchmark", help="comma-separated stages to run")
+    go.add_argument("--stages", default=",".join(STAGES), help="comma-separated stages to run: " + ", ".join(STAGES))
     go.add_argument("--families", help="comma-separated architecture families (default: all)")
     go.add_argument("--updates", type=int, default=300, help="training updates per family and dtype")
     go.add_argument("--parallel", type=int, default=4, help="training runs at once on the GPU")
     go.add_argument("--rounds", type=int, default=5, help="interleaved benchmark rounds")
     go.add_argument("--seq-lens", default="64,1024", help="benchmark lengths (source = training target)")
     go.add_argument("--decode-len", type=int, default=64, help="benchmark: tokens generated per sentence")
+    go.add_argument("--backend-specs", help="backends stage: comma-separated ARCH[@option=value] (default: one per "
+                    "method with a Flex form)")
+    go.add_argument("--backend-seq-lens", default="64,256,1024", help="backends stage: lengths")
+    go.add_argument("--backend-dtypes", default="fp16,bf16", help="backends stage: dtypes")
+    go.add_argument("--backend-steps", type=int, default=5, help="backends stage: timed training steps per measurement")
     opts = parser.parse_args(argv)
     if opts.command == "prepare":
         prepare(opts.dir)
         return 0
     stages = [s.strip() for s in opts.stages.split(",") if s.strip()]
-    unknown = set(stages) - {"tests", "train", "benchmark"}
+    unknown = set(stages) - set(STAGES)
     if unknown:
-        parser.error(f"--stages: unknown stage(s) {sorted(unknown)}; choose from tests, train, benchmark")
+        parser.error(f"--stages: unknown stage(s) {sorted(unknown)}; choose from {', '.join(STAGES)}")
     families = opts.families.split(",") if opts.families else (list(SMOKE_FAMILIES) if opts.cpu_smoke else architecture_families())
     if "train" in stages and not (opts.data / "dict.en.txt").exists() and not list(opts.data.glob("dict.*.txt")):
         parser.error(f"--data {opts.data}: no binarized data (run `python -m fairseq_localness.gpu.suite prepare` first)")
     opts.out.mkdir(parents=True, exist_ok=True)
-    report = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "device": device_description(),
+    report = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "device": device_description(), **machine(),
               "command": " ".join(["python -m fairseq_localness.gpu.suite", *(argv if argv is not None else sys.argv[1:])])}
     started = time.perf_counter()
     if "tests" in stages and not opts.cpu_smoke:  # the default test run already runs them on the CPU
@@ -240,11 +357,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                               "fp32" if opts.cpu_smoke else "fp16", opts.rounds,
                                               "16" if opts.cpu_smoke else opts.seq_lens, opts.cpu_smoke,
                                               min(opts.decode_len, 8) if opts.cpu_smoke else opts.decode_len)
+    if "backends" in stages:
+        specs = split_specs(opts.backend_specs) if opts.backend_specs else list(
+            SMOKE_BACKEND_SPECS if opts.cpu_smoke else BACKEND_SPECS)
+        report["backends"] = stage_backends(
+            opts.out, specs, ["fp32"] if opts.cpu_smoke else opts.backend_dtypes.split(","),
+            "16" if opts.cpu_smoke else opts.backend_seq_lens, opts.cpu_smoke,
+            min(opts.decode_len, 8) if opts.cpu_smoke else opts.decode_len, opts.backend_steps)
     report["seconds"] = round(time.perf_counter() - started, 1)
     write_report(opts.out, report)
     failed = [label for label, r in report.get("train", {}).items() if "error" in r]
     if report.get("tests", {}).get("passed") is False:
         failed.append("tests")
+    failed += [f"backends {dtype}" for dtype, r in report.get("backends", {}).items() if r.get("error")]
     print(f"GPU suite done in {report['seconds']} s: {opts.out / 'gpu_suite.md'}" + (f"; FAILED: {failed}" if failed else ""))
     return 1 if failed else 0
 

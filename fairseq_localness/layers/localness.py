@@ -14,6 +14,7 @@ from fairseq.distributed import fsdp_wrap
 from fairseq.modules import transformer_layer
 from fairseq.modules.checkpoint_activations import checkpoint_wrapper
 
+from ..attention.backends import read_backend
 from ..attention.core import LocalityAttention
 from ..attention.placement import LocalityPlan
 from ..attention.protocol import AttentionSpec
@@ -52,6 +53,7 @@ def make_locality_attention(cfg, attn_type: str, layer: int, methods: Sequence[T
         encoder_decoder_attention=attn_type == "cross",
         q_noise=cfg.quant_noise.pq,
         qn_block_size=cfg.quant_noise.pq_block_size,
+        backend=read_backend(cfg),
         **kwargs,
     )
 

@@ -19,6 +19,8 @@ b_ij = -m_h |i - j|; cross attention has no i - j (queries and keys are differen
 Positions count real tokens (padding ignored), so incremental decoding and padded batches see the same biases.
 Without position embeddings (the architecture's default, as in the paper) a symmetric encoder cannot tell a
 sentence from its reversal; docs/methods/modern.md says more.
+
+Under FlexAttention the penalty is added score by score from the H slopes (no (B, H, T, S) tensor).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import torch
 from torch import Tensor
 
 from ..attention.errors import LocalityConfigError
+from ..attention.fusion import FlexTerms
 from ..attention.protocol import LocalityMethod, MethodOptions
 from ..attention.registry import register_locality_method
 
@@ -83,3 +86,15 @@ class Alibi(LocalityMethod):
         slopes = torch.tensor(self.slopes, dtype=torch.float32, device=relative.device)
         bias = -slopes.view(1, -1, 1, 1) * distance.unsqueeze(1)  # (B, H, T, S), float32
         return bias.to(ctx.q.dtype)
+
+    def flex_terms(self, ctx) -> FlexTerms:
+        """b_ij = -m_h (i - j) (causal) or -m_h |i - j| for one score, in float32 as ``logit_bias``."""
+        slopes = torch.tensor(self.slopes, dtype=torch.float32, device=ctx.q.device)
+        keys, queries, causal = ctx.key_positions, ctx.query_positions, ctx.causal
+
+        def linear_bias(score, b, h, q_idx, kv_idx):
+            relative = (keys[b, kv_idx] - queries[b, q_idx]).float()  # j - i
+            distance = -relative if causal else relative.abs()
+            return score + (-slopes[h] * distance).to(score.dtype)
+
+        return FlexTerms(score_mod=linear_bias)

@@ -39,10 +39,11 @@ import torch
 from torch import Tensor, nn
 
 from ..attention.errors import LocalityConfigError
+from ..attention.fusion import FlexTerms
 from ..attention.protocol import LocalityMethod, MethodOptions
 from ..attention.registry import register_locality_method
 from ..attention.tensors import BiasFreeLinear, large_negative
-from .gaussian import gaussian_bias
+from .gaussian import gaussian_bias, gaussian_score_mod
 
 # the paper tables apply every locality model where CSANs go: the lower three encoder layers
 TABLE_LAYERS = "1-3"
@@ -73,12 +74,22 @@ class Neighbor(LocalityMethod):
         # log-parametrised so that the window stays positive
         self.log_window = nn.Parameter(torch.full((spec.num_heads if options.per_head else 1,), math.log(options.window_init)))
 
-    def logit_bias(self, ctx) -> Tensor:
+    def center_and_window(self, ctx):
+        """P_i = i and D = exp(log D), broadcast to (B, H or 1, T), float32."""
         # float32 (see gaussian_bias): half precision rounds positions and overflows the squares
         center = ctx.query_positions.unsqueeze(1).float()  # (B, 1, T): P_i = i
         window = self.log_window.float().exp().view(1, -1, 1)  # (1, H or 1, 1)
-        center, window = torch.broadcast_tensors(center, window)
+        return torch.broadcast_tensors(center, window)
+
+    def logit_bias(self, ctx) -> Tensor:
+        center, window = self.center_and_window(ctx)
         return gaussian_bias(ctx.key_positions, center, window, large_negative(ctx.q.dtype), dtype=ctx.q.dtype)
+
+    def flex_terms(self, ctx) -> FlexTerms:
+        center, window = self.center_and_window(ctx)
+        if center.size(1) == 1:  # one window per layer: expanded over the heads, which score_mod indexes by h
+            center, window = (x.expand(-1, ctx.num_heads, -1) for x in (center, window))
+        return FlexTerms(score_mod=gaussian_score_mod(ctx.key_positions, center, window, large_negative(ctx.q.dtype)))
 
 
 GAUSSIAN_MODES = ("multiply", "bias")
@@ -141,6 +152,28 @@ class LocalHard(LocalityMethod):
             bias = bias + self._gaussian(ctx, center)
         return bias
 
+    def flex_unfusable(self) -> Optional[str]:
+        if self.options.gaussian == "multiply":
+            return "Luong's Eq. 10 multiplies the probabilities by the Gaussian after the softmax"
+        if self.options.window < 1:
+            # a window narrower than one position can hide every key from a real query, which the dense path
+            # turns into plain attention (masks_rows) and FlexAttention into a zero output
+            return "a window below one position can leave a query without keys"
+        return None
+
+    def flex_terms(self, ctx) -> FlexTerms:
+        """The hard window |j - p_i| <= D as -inf in the score_mod, the Gaussian added inside it; the window's
+        place moves with the predicted centre, so the blocks to skip come from [p_i - D, p_i + D] per call."""
+        center, half = self.center(ctx), self.options.window  # (B, H, T) float32
+        gaussian = gaussian_score_mod(ctx.key_positions, center, torch.full_like(center, half), large_negative(ctx.q.dtype))
+        keys = ctx.key_positions.float()
+
+        def hard_window(score, b, h, q_idx, kv_idx):
+            inside = (keys[b, kv_idx] - center[b, h, q_idx]).abs() <= half
+            return torch.where(inside, gaussian(score, b, h, q_idx, kv_idx), float("-inf"))
+
+        return FlexTerms(score_mod=hard_window, key_window=(center - half, center + half))
+
     def transform_probs(self, ctx, probs: Tensor) -> Tensor:
         if self.options.gaussian != "multiply":
             return probs
@@ -174,3 +207,15 @@ class BiDirect(LocalityMethod):
         distance = ctx.relative_positions.unsqueeze(1)  # j - i, (B, 1, T, S)
         blocked = torch.where(self.backward, distance > 0, distance < 0)  # (B, H, T, S)
         return torch.zeros(blocked.shape, dtype=ctx.q.dtype, device=ctx.q.device).masked_fill(blocked, float("-inf"))
+
+    def flex_terms(self, ctx) -> FlexTerms:
+        """M^bw / M^fw per score: -inf at j > i in the backward heads, j < i in the forward ones."""
+        backward = self.backward.view(-1)
+        keys, queries = ctx.key_positions, ctx.query_positions
+
+        def direction(score, b, h, q_idx, kv_idx):
+            distance = keys[b, kv_idx] - queries[b, q_idx]  # j - i
+            blocked = torch.where(backward[h], distance > 0, distance < 0)
+            return torch.where(blocked, float("-inf"), score)
+
+        return FlexTerms(score_mod=direction)

@@ -54,6 +54,10 @@ projection. Bi-BloSAN as it was here: ``--block-form blosan --block-layers 1-3 -
 Encoder self-attention only in both forms: a block summary reads every token of its block, which a causal
 decoder cannot.
 
+Under FlexAttention the intra-block attention is the kernel's: a score_mod keeps the keys of the query's own
+block (-inf elsewhere), and since a block holds at most r tokens, the band |i - j| <= r - 1 (cached per length
+bucket) lets the kernel skip every key block beyond it; summaries, inter-block attention and fusion run after it.
+
 Parameters per layer at Transformer-Base (C = 512, H = 8): release W_g, W_s (2 x (C^2 + C)), W_a (C H + H),
 W_G (2 C^2 + C) and W_e (C^2), 5 C^2 + 3 C + C H + H = 1,316,360: 7.898M in all six encoder layers (3.949M in
 the lower three) against +6.0M in Yang et al. (2019) Table 1; blosan W_1, W_2 (2 x (C^2 + C)) and W_f (3C x 2C
@@ -71,6 +75,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..attention.errors import LocalityConfigError
+from ..attention.fusion import Band, FlexTerms
 from ..attention.protocol import LocalityMethod, MethodOptions
 from ..attention.registry import register_locality_method
 
@@ -170,6 +175,25 @@ class BlockSelfAttention(LocalityMethod):
         other_block = (query_ids.unsqueeze(2) != ids.unsqueeze(1)) | (query_ids.unsqueeze(2) < 0)  # (B, T, S)
         hidden = other_block.unsqueeze(1) | self._direction_mask(ctx.relative_positions.unsqueeze(1))
         return torch.zeros(hidden.shape, dtype=ctx.q.dtype, device=ctx.q.device).masked_fill(hidden, float("-inf"))
+
+    def flex_terms(self, ctx) -> FlexTerms:
+        """The intra-block mask per score (same block, and direction), and the band of the longest block."""
+        ids = self.block_ids(ctx)  # (B, S), -1 at padding
+        query_ids = ids[:, -ctx.tgt_len:]
+        keys, queries = ctx.key_positions, ctx.query_positions
+        backward = self.backward.view(-1) if self.options.directional else None
+
+        def own_block(score, b, h, q_idx, kv_idx):
+            block = query_ids[b, q_idx]
+            hidden = (block != ids[b, kv_idx]) | (block < 0)
+            if backward is not None:
+                distance = keys[b, kv_idx] - queries[b, q_idx]  # j - i
+                hidden = hidden | torch.where(backward[h], distance > 0, distance < 0)
+            return torch.where(hidden, float("-inf"), score)
+
+        # r of the longest possible sentence bounds every block (computed on the CPU: no device sync)
+        longest = int(block_lengths(torch.tensor([ctx.src_len]), self.options.length).item())
+        return FlexTerms(score_mod=own_block, band=Band(longest - 1, longest - 1))
 
     def summaries(self, ctx, u: Tensor, scores: Optional[Tensor] = None) -> Tensor:
         """s_l (B, L, C): per-feature softmax over each block's tokens of the scores (B, T, C): blosan's a_j by

@@ -34,6 +34,11 @@ on (see docs/methods/yang2019-csan.md for the measured crossover; on CUDA ``auto
 runs the dense band through the core's fused attention, ``LocalityAttention.uses_kernel``). Padding must sit
 at either end of a sentence (fairseq's left-padded sources, right-padded
 targets): the banded layout counts distance in buffer positions.
+
+Under FlexAttention (docs/gpu.md, "Backends") the 1D window is a band block mask,
+cached per length bucket: the kernel skips the key blocks outside it. 2D-CSAN
+cannot run there: its one softmax spans the keys of N heads, and a Flex score
+belongs to one head.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ..attention.errors import LocalityConfigError
+from ..attention.fusion import Band, FlexTerms
 from ..attention.protocol import LocalityMethod, MethodOptions
 from ..attention.registry import register_locality_method
 
@@ -286,6 +292,11 @@ class Csan1d(LocalityMethod):
     def logit_bias(self, ctx) -> Tensor:
         return self.band_bias(ctx)
 
+    def flex_terms(self, ctx) -> FlexTerms:
+        """The window K^h_i as a band: keys i - left .. i + right (buffer and sentence positions agree for real tokens)."""
+        left, right = self.window_extents(ctx)
+        return FlexTerms(band=Band(left, right))
+
     def attention_kernel(self, ctx, bias, need_probs, dropout):
         if need_probs or not self.use_banded(ctx):
             return None  # the core applies band_bias to the full logits
@@ -318,6 +329,9 @@ class Csan2d(Csan1d):
     def head_offsets(self) -> List[int]:
         half = (self.options.heads - 1) // 2
         return list(range(-half, half + 1))
+
+    def flex_unfusable(self) -> Optional[str]:
+        return "one softmax spans the keys of N adjacent heads, and a FlexAttention score belongs to one head"
 
     def attention_kernel(self, ctx, bias, need_probs, dropout):
         wrap = self.options.head_edge == "wrap"

@@ -191,6 +191,13 @@ class DifferentiableWindow(LocalityMethod):
         ctx.record(f"{self.name}_mask", mask)
         return mask
 
+    def flex_unfusable(self) -> Optional[str]:
+        if not self.additive:
+            return "the multiplicative window (Eq. 13) multiplies the probabilities after the softmax"
+        # Eq. 9 needs the cumulative sums of two pointer softmaxes over all keys: M is a dense (T, S) tensor per
+        # head before any score is known, so a score_mod could only read it back, and SDPA takes it directly
+        return "the window M (Eq. 9) is built from cumulative sums over all keys, a dense (T, S) tensor per head"
+
     def window_mask(self, ctx) -> Tensor:
         """M for multiplicative use (MW)."""
         return self._window(ctx, self._scores(ctx))

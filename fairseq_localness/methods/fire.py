@@ -17,6 +17,9 @@ Our readings: the paper's models are causal (j <= i, so i - j >= 0); in the bidi
 only for sentences longer than L). We share one FIRE module (MLP, c, L) by all layers of a stack, which is how we
 read the paper's layerwise sharing (we could not re-read the paper to confirm it; ``--fire-share-layers false``
 gives every layer its own). Cross attention is refused. Computed in float32 (half-precision models included).
+
+Under FlexAttention f_theta is evaluated once per pair of sentence positions (i, j), an (H, S, S) table that every
+sentence of the batch reads by its padding-aware positions, instead of once per (batch, query, key).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..attention.errors import LocalityConfigError
+from ..attention.fusion import FlexTerms
 from ..attention.protocol import LocalityMethod, MethodOptions
 from ..attention.registry import register_locality_method
 from ..attention.sharing import shared_per_stack
@@ -108,9 +112,25 @@ class Fire(LocalityMethod):
 
         self.fire = shared_per_stack(options, spec, "fire", build) if options.share_layers else build()
 
+    @staticmethod
+    def distance(relative: Tensor, causal: bool) -> Tensor:
+        """i - j (causal; masked future keys give 0) or |i - j| from relative positions j - i, float32."""
+        relative = relative.float()
+        return (-relative if causal else relative.abs()).clamp_min(0)
+
     def logit_bias(self, ctx) -> Tensor:
-        relative = ctx.relative_positions.float()  # j - i
-        distance = -relative if ctx.causal else relative.abs()  # i - j >= 0 at every visible key when causal
-        distance = distance.clamp_min(0)  # masked future keys of the causal case
+        distance = self.distance(ctx.relative_positions, ctx.causal)
         query_position = ctx.query_positions.float().unsqueeze(-1)  # i, (B, T, 1)
         return self.fire(distance, query_position).to(ctx.q.dtype)
+
+    def flex_terms(self, ctx) -> FlexTerms:
+        """b(i, j) for every pair of positions 0 <= i, j < S, read per score by the sentence positions."""
+        positions = torch.arange(ctx.src_len, device=ctx.q.device)
+        relative = positions.view(1, 1, -1) - positions.view(1, -1, 1)  # j - i, (1, S, S)
+        table = self.fire(self.distance(relative, ctx.causal), positions.float().view(1, -1, 1))[0]  # (H, S, S)
+        keys, queries = ctx.key_positions, ctx.query_positions
+
+        def fire_bias(score, b, h, q_idx, kv_idx):
+            return score + table[h, queries[b, q_idx], keys[b, kv_idx]].to(score.dtype)
+
+        return FlexTerms(score_mod=fire_bias)

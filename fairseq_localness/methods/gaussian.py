@@ -14,6 +14,9 @@ Equation numbers refer to the paper:
 
 I is the real (unpadded) sentence length: the source length in encoder and
 cross attention, the current prefix length in decoder self-attention.
+
+Under FlexAttention G is not built: ``gaussian_score_mod`` adds G_ij to each
+score from P_i and sigma_i alone, (B, H, T) tensors instead of (B, H, T, S).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import torch
 from torch import Tensor, nn
 
 from ..attention.errors import LocalityConfigError
+from ..attention.fusion import FlexTerms, ScoreMod
 from ..attention.protocol import LocalityMethod, MethodOptions
 from ..attention.registry import register_locality_method
 from ..attention.tensors import BiasFreeLinear, large_negative
@@ -66,6 +70,22 @@ def gaussian_bias(key_positions: Tensor, center: Tensor, window: Tensor, floor: 
     return (-(distance**2) / (2 * sigma**2)).clamp_min(floor).to(dtype or center.dtype)
 
 
+def gaussian_score_mod(key_positions: Tensor, center: Tensor, window: Tensor, floor: float) -> ScoreMod:
+    """G_ij of :func:`gaussian_bias` added to one score (FlexAttention), from P and D (B, H, T) only.
+
+    The same float32 arithmetic as ``gaussian_bias``, element by element.
+    """
+    sigma = (window.float() / 2).clamp_min(1e-4)
+    two_sigma_sq = 2 * sigma**2  # (B, H, T)
+    center, keys = center.float(), key_positions.float()
+
+    def gaussian(score, b, h, q_idx, kv_idx):
+        distance = keys[b, kv_idx] - center[b, h, q_idx]  # j - P_i
+        return score + (-(distance**2) / two_sigma_sq[b, h, q_idx]).clamp_min(floor).to(score.dtype)
+
+    return gaussian
+
+
 @register_locality_method("gaussian")
 class GaussianLocalness(LocalityMethod):
     """Learnable Gaussian bias (Yang et al. 2018): predicted centre P and window D per query and head."""
@@ -87,7 +107,8 @@ class GaussianLocalness(LocalityMethod):
             if module is not None:
                 nn.init.xavier_uniform_(module.weight)
 
-    def logit_bias(self, ctx) -> Tensor:
+    def center_and_window(self, ctx):
+        """P and D per head and query, (B, H, T) float32 each (Eq. 6-11)."""
         hidden = torch.tanh(self.w_p(ctx.query_proj))  # (B, T, C)
         length = ctx.visible_lengths.unsqueeze(-1)  # I, (B, T, 1), float32
         # P and D in float32 (see gaussian_bias): a half-precision centre above 256 would be rounded
@@ -95,10 +116,15 @@ class GaussianLocalness(LocalityMethod):
         window = self._window(ctx, hidden, length)
         ctx.record("gaussian_center", center)
         ctx.record("gaussian_window", window)
-        return gaussian_bias(
-            ctx.key_positions, center.transpose(1, 2), window.transpose(1, 2), large_negative(ctx.q.dtype),
-            dtype=ctx.q.dtype,
-        )
+        return center.transpose(1, 2), window.transpose(1, 2)
+
+    def logit_bias(self, ctx) -> Tensor:
+        center, window = self.center_and_window(ctx)
+        return gaussian_bias(ctx.key_positions, center, window, large_negative(ctx.q.dtype), dtype=ctx.q.dtype)
+
+    def flex_terms(self, ctx) -> FlexTerms:
+        center, window = self.center_and_window(ctx)
+        return FlexTerms(score_mod=gaussian_score_mod(ctx.key_positions, center, window, large_negative(ctx.q.dtype)))
 
     def _window(self, ctx, hidden: Tensor, length: Tensor) -> Tensor:
         """D of shape broadcastable to (B, T, H), float32."""

@@ -29,6 +29,11 @@ Options beyond the paper's equations:
 
 The gate of every call is recorded as ``hybrid_gate`` (B, T, 1 or H), see
 ``fairseq_localness.attention.core.capture_locality``.
+
+Under FlexAttention each pattern is one kernel call: O^G with the block's other
+terms, O^L with B(.) as a band block mask |i - j| <= m (cached per length
+bucket), so the kernel reads only the keys of the band; the gate mixes the two
+outputs outside the kernel.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ import torch
 from torch import Tensor, nn
 
 from ..attention.errors import LocalityConfigError
+from ..attention.fusion import Band, FlexTerms
 from ..attention.protocol import LocalityMethod, MethodOptions
 from ..attention.registry import register_locality_method
 from ..attention.tensors import BiasFreeLinear
@@ -102,6 +108,10 @@ class HybridLocalGlobal(LocalityMethod):
         outside = ctx.relative_positions.abs() > self.options.window
         return torch.zeros(outside.shape, dtype=ctx.q.dtype, device=ctx.q.device).masked_fill(outside, float("-inf")).unsqueeze(1)
 
+    def local_window(self) -> FlexTerms:
+        """B(.) in FlexAttention: the band |i - j| <= m."""
+        return FlexTerms(band=Band(self.options.window, self.options.window))
+
     def gate(self, ctx) -> Tensor:
         """g = sigmoid(W_g H) (Eq. 5): (B, T, 1 or H)."""
         source = ctx.query_input if self.options.gate_input == "input" else ctx.query_proj * ctx.scaling
@@ -110,11 +120,14 @@ class HybridLocalGlobal(LocalityMethod):
     def logit_bias(self, ctx) -> Optional[Tensor]:
         return self.local_band(ctx) if self.options.combine == "local" else None
 
+    def flex_terms(self, ctx) -> Optional[FlexTerms]:
+        return self.local_window() if self.options.combine == "local" else None
+
     def mix_output(self, ctx, out: Tensor, attend) -> Tensor:
         combine = self.options.combine
         if combine == "local":
             return out  # the band was applied to the logits
-        local = attend(self.local_band(ctx))  # O^L, (B, H, T, d)
+        local = attend(lambda: self.local_band(ctx), flex=self.local_window())  # O^L, (B, H, T, d)
         if combine == "gate":
             g = self.gate(ctx)
             ctx.record("hybrid_gate", g)

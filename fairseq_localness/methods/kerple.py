@@ -17,6 +17,7 @@ log kernel r1 ~ U(0, 2), r2 ~ U(0, 1); power kernel r1 ~ U(0, 1), r2 ~ U(0, 2).
 Our readings: the paper's models are causal language models (keys j <= i); in the bidirectional encoder the
 kernel of |i - j| is used as it stands (it is symmetric). Cross attention is refused. The bias is computed in
 float32 and floored at a large negative number, so that |i - j|^2 of long sentences cannot overflow float16.
+Under FlexAttention the kernel is evaluated score by score from the H pairs (r1, r2).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import torch
 from torch import Tensor, nn
 
 from ..attention.errors import LocalityConfigError
+from ..attention.fusion import FlexTerms
 from ..attention.protocol import LocalityMethod, MethodOptions
 from ..attention.registry import register_locality_method
 from ..attention.tensors import large_negative
@@ -92,3 +94,16 @@ class Kerple(LocalityMethod):
         else:
             bias = -r1 * distance.pow(r2)
         return bias.clamp_min(large_negative(ctx.q.dtype)).to(ctx.q.dtype)
+
+    def flex_terms(self, ctx) -> FlexTerms:
+        """The kernel of |i - j| for one score, float32 and floored as ``logit_bias``."""
+        r1, r2 = self.constrained()  # (H,) each
+        keys, queries = ctx.key_positions, ctx.query_positions
+        logarithmic, floor = self.options.kernel == "log", large_negative(ctx.q.dtype)
+
+        def kernel(score, b, h, q_idx, kv_idx):
+            distance = (keys[b, kv_idx] - queries[b, q_idx]).abs().float()  # |i - j|
+            bias = -r1[h] * torch.log1p(r2[h] * distance) if logarithmic else -r1[h] * distance.pow(r2[h])
+            return score + bias.clamp_min(floor).to(score.dtype)
+
+        return FlexTerms(score_mod=kernel)

@@ -20,6 +20,11 @@ U^l_i one scalar per head i. Positions count real tokens only, so padding
 changes nothing. log M is clamped at a finite floor (``large_negative``): a
 zero of the mask then removes a key exactly (exp underflows to 0) without
 -inf, so no row can turn into NaN in fp32, fp16 or bf16.
+
+Under FlexAttention log M is added score by score: DMAN's from h_t W (B, T), P
+and U, never as a (B, H, T, S) tensor; SMAN's band from b per query, with the
+widest band the sentence allows (b <= sqrt(S)/2, or the fixed b) as a block
+mask cached per length bucket, so the kernel skips the key blocks beyond it.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..attention.errors import LocalityConfigError
+from ..attention.fusion import Band, FlexTerms
 from ..attention.protocol import LocalityMethod, MethodOptions
 from ..attention.registry import register_locality_method
 from ..attention.tensors import large_negative
@@ -100,6 +106,26 @@ class DynamicMask(LocalityMethod):
         ctx.record("dman_log_mask", log_mask)
         return log_mask
 
+    def flex_terms(self, ctx) -> FlexTerms:
+        """log M (Eq. 12) of one score, from h_t W (B, T), P_{t-s} and U_i: the same steps as ``logit_bias``."""
+        context = torch.matmul(ctx.query_input, self.context_weight.to(ctx.query_input.dtype))  # h_t W, (B, T)
+        half_floor = large_negative(ctx.q.dtype) / 2
+        head = self.head_bias.clamp_min(half_floor)  # U_i
+        distance_bias, keys, queries = self.distance_bias, ctx.key_positions, ctx.query_positions
+        highest = self.max_distance
+        lowest = 0 if self.causal else -highest
+        min_log = math.log(self.options.min_mask) if self.options.min_mask > 0 else None
+
+        def log_mask(score, b, h, q_idx, kv_idx):
+            distance = (queries[b, q_idx] - keys[b, kv_idx]).clamp(lowest, highest) - lowest  # t - s
+            per_query = (context[b, q_idx] + distance_bias[distance]).clamp_min(half_floor)
+            value = F.logsigmoid(per_query + head[h])
+            if min_log is not None:
+                value = value.clamp_min(min_log)
+            return score + value.to(score.dtype)
+
+        return FlexTerms(score_mod=log_mask)
+
 
 @dataclass
 class SMANOptions(MethodOptions):
@@ -142,3 +168,18 @@ class StaticMask(LocalityMethod):
         log_mask = log_mask.masked_fill(~inside, large_negative(ctx.q.dtype)).unsqueeze(1)  # same for every head
         ctx.record("sman_log_mask", log_mask)
         return log_mask
+
+    def flex_terms(self, ctx) -> FlexTerms:
+        """Eq. 11 per score, and the widest band as a block mask: b <= sqrt(S)/2 (SMAN1) or the fixed b (SMAN2)."""
+        per_query = self.options.window == "sqrt"
+        half_width = self.half_width(ctx)[..., 0] if per_query else None  # b per query, (B, T)
+        fixed, floor = float(self.options.width), large_negative(ctx.q.dtype)
+        keys, queries = ctx.key_positions, ctx.query_positions
+
+        def band(score, b, h, q_idx, kv_idx):
+            width = half_width[b, q_idx] if per_query else fixed
+            inside = (keys[b, kv_idx] - queries[b, q_idx]).abs() <= width
+            return torch.where(inside, score, score + floor)
+
+        widest = math.sqrt(ctx.src_len) / 2 if per_query else self.options.width
+        return FlexTerms(score_mod=band, band=Band(int(widest), int(widest)))

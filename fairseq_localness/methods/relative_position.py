@@ -8,16 +8,22 @@ The 2k+1 embeddings of dimension d_head are shared by all heads of a layer,
 as in the paper. The key term is a logit bias; the value term reads the
 attention probabilities, bucketed by clipped distance, so it costs
 O(T * (2k+1) * d) rather than gathering a T x S x d tensor.
+
+Under FlexAttention the key term is q_i a^K / sqrt(d) per bucket, (B, H, T, 2k+1), read by each score; the
+value term (Eq. 3) cannot run there: it sums a^V_ij with the probabilities, which Flex never returns. Without it
+(``--relpos-values false``) the method is fused.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Optional
 
 import torch
 from torch import Tensor, nn
 
 from ..attention.errors import LocalityConfigError
+from ..attention.fusion import FlexTerms
 from ..attention.protocol import LocalityMethod, MethodOptions
 from ..attention.registry import register_locality_method
 
@@ -63,6 +69,22 @@ class RelativePositions(LocalityMethod):
         scores = torch.matmul(ctx.q * ctx.scaling, self.key_embeddings.t())  # (B, H, T, 2k+1)
         index = self.buckets(ctx).unsqueeze(1).expand(-1, ctx.num_heads, -1, -1)
         return scores.gather(-1, index)
+
+    def flex_unfusable(self) -> Optional[str]:
+        if self.options.values:
+            return "Shaw's value term (Eq. 3) sums a^V_ij weighted by the probabilities, which FlexAttention never returns"
+        return None
+
+    def flex_terms(self, ctx) -> FlexTerms:
+        """The key term of Eq. 4, q_i a^K_ij / sqrt(d), per score from the (B, H, T, 2k+1) bucket scores."""
+        scores = torch.matmul(ctx.q * ctx.scaling, self.key_embeddings.t())  # (B, H, T, 2k+1)
+        k, keys, queries = self.options.max_distance, ctx.key_positions, ctx.query_positions
+
+        def key_term(score, b, h, q_idx, kv_idx):
+            bucket = (keys[b, kv_idx] - queries[b, q_idx]).clamp(-k, k) + k  # clip(j - i, k) + k
+            return score + scores[b, h, q_idx, bucket].to(score.dtype)
+
+        return FlexTerms(score_mod=key_term)
 
     def value_term(self, ctx, probs: Tensor) -> Tensor:
         if not self.options.values:

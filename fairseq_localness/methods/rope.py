@@ -19,6 +19,9 @@ Our readings: positions count from 0 at each sentence's first real token (paddin
 the decoder; RoFormer replaces the additive position encoding, so the architecture drops fairseq's sinusoidal
 embeddings; cross attention (two sequences, no common position) is refused. The rotation is computed in float32
 and cast back, so half-precision models rotate position 1,000 as exactly as float32 ones.
+
+RoPE runs with every attention backend, FlexAttention included: the rotation happens before the kernel (and before
+caching), so the kernel only ever sees rotated queries and keys and RoPE adds no term to it.
 """
 
 from __future__ import annotations

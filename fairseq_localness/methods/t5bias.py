@@ -20,6 +20,9 @@ Our readings: fairseq scales q k^T by 1/sqrt(d) (T5 folds it into its initialisa
 N(0, embed_dim^-1/2) as the Hugging Face port of T5 does (the paper states no initialisation); one table per stack
 (encoder, decoder) shared by its layers, as the paper says (``--t5bias-share-layers false``: one per layer).
 Cross attention has no bias in T5 and is refused.
+
+Under FlexAttention the table is looked up once per relative position j - i in [-(S-1), S-1] (a (2S-1, H) tensor),
+and each score reads its entry; no (B, H, T, S) bias is built.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import torch
 from torch import Tensor, nn
 
 from ..attention.errors import LocalityConfigError
+from ..attention.fusion import FlexTerms
 from ..attention.protocol import LocalityMethod, MethodOptions
 from ..attention.registry import register_locality_method
 from ..attention.sharing import shared_per_stack
@@ -108,3 +112,16 @@ class T5RelativeBias(LocalityMethod):
         buckets = t5_bucket(ctx.relative_positions, bidirectional=not ctx.causal,
                             num_buckets=self.options.num_buckets, max_distance=self.options.max_distance)
         return self.table(buckets).permute(0, 3, 1, 2).to(ctx.q.dtype)  # (B, T, S, H) -> (B, H, T, S)
+
+    def flex_terms(self, ctx) -> FlexTerms:
+        """w[h, bucket(j - i)] for one score, from the table looked up once per relative position."""
+        relative = torch.arange(-(ctx.src_len - 1), ctx.src_len, device=ctx.q.device)  # j - i, (2S - 1,)
+        per_offset = self.table(t5_bucket(relative, bidirectional=not ctx.causal, num_buckets=self.options.num_buckets,
+                                          max_distance=self.options.max_distance))  # (2S - 1, H)
+        keys, queries = ctx.key_positions, ctx.query_positions
+
+        def relative_bias(score, b, h, q_idx, kv_idx):
+            offset = keys[b, kv_idx] - queries[b, q_idx] + per_offset.size(0) // 2  # j - i + S - 1
+            return score + per_offset[offset, h].to(score.dtype)
+
+        return FlexTerms(score_mod=relative_bias)

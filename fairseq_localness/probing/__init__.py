@@ -7,7 +7,8 @@
 * classifier.py -- SentEval's probing MLP, grid-searched and early-stopped on the validation split;
 * probe.py -- per-task runs, results table (with Conneau et al.'s group averages) and files;
 * generators.py -- SentLen, WC and BShift built from any English text (Conneau et al. 2018).
-The SentEval file format itself (reading, checks, writing) lives in :mod:`fairseq_localness.prep.senteval`.
+The SentEval file format itself (reading, checks, writing) lives in :mod:`localness_prep.senteval` (the data-prep
+package, which imports neither torch nor fairseq).
 """
 
 from .encode import FrozenEncoder, Preprocessing, ProbingError, load_encoder

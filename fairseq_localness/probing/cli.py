@@ -15,8 +15,9 @@ import random
 import sys
 from typing import List, Optional, Sequence
 
-from ..prep.checks import CheckError
-from ..prep.senteval import read_task, summary, write_task
+from localness_prep.checks import CheckError
+from localness_prep.senteval import read_task, summary, write_task
+
 from . import generators as gen
 from .classifier import ClassifierConfig
 from .encode import Preprocessing, ProbingError, load_encoder, preprocessing_from_prep_dir

@@ -42,7 +42,7 @@ class Preprocessing:
     def build(self) -> Callable[[str], str]:
         steps: List[Callable[[str], str]] = []
         if self.tokenizer == "moses":
-            from ..prep.tokenize import TokOptions, make_tokenizer
+            from localness_prep.tokenize import TokOptions, make_tokenizer
             steps.append(make_tokenizer(self.lang, TokOptions(segmenter="moses", aggressive_dash=self.aggressive_dash)))
         elif self.tokenizer != "none":
             raise ProbingError(f"--tokenizer must be moses or none, got {self.tokenizer!r}")

@@ -29,8 +29,8 @@ import unicodedata
 from collections import Counter
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from ..prep.checks import CheckError
-from ..prep.senteval import SPLITS
+from localness_prep.checks import CheckError
+from localness_prep.senteval import SPLITS
 
 #: SentEval's partition sizes (data/probing/README.md: 100k training, 10k validation, 10k test)
 ORIGINAL_SIZES: Dict[str, int] = {"tr": 100_000, "va": 10_000, "te": 10_000}

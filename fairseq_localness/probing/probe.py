@@ -17,8 +17,9 @@ from typing import Dict, List, Optional, Sequence
 
 import torch
 
-from ..prep.checks import CheckError
-from ..prep.senteval import GROUPS, SPLITS, TASKS, ProbingTask, check_task, read_task, task_name
+from localness_prep.checks import CheckError
+from localness_prep.senteval import GROUPS, SPLITS, TASKS, ProbingTask, check_task, read_task, task_name
+
 from .classifier import ClassifierConfig, ProbeResult, probe_features
 from .encode import FrozenEncoder, Preprocessing, ProbingError, encode_sentences
 

@@ -1,0 +1,138 @@
+"""The docs' measured tables are their result files (docs/results/), as ``fairseq_localness.experiments.doc_tables``
+renders them: each caption says when, where and how the table was measured, and the docs state the present (no
+issue numbers, no dates outside the generated captions)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fairseq_localness.experiments import compare_readme, doc_tables
+
+REPO = Path(__file__).resolve().parents[1]
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+#: generated blocks (the measured tables and the README's comparison), where dates belong: in their captions
+GENERATED = re.compile(r"<!-- table: [^>]+ -->.*?<!-- /table -->|<!-- compare-results -->.*?<!-- /compare-results -->",
+                       re.S)
+
+
+def test_every_table_is_its_result_files():
+    stale = doc_tables.stale()
+    assert not stale, (f"{[str(p.relative_to(REPO)) for p in stale]} differ from their result files: run "
+                       "python -m fairseq_localness.experiments.doc_tables")
+
+
+def test_check_mode_exits_0_on_current_docs():
+    proc = subprocess.run([sys.executable, "-m", "fairseq_localness.experiments.doc_tables", "--check"], cwd=REPO,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def names_run(caption: str, run: dict) -> bool:
+    """The caption gives the run's command (or, a benchmark group, the command once and its --archs), or the
+    procedure of a run whose command was not kept."""
+    command = run.get("command")
+    if not command:
+        return run["procedure"] in caption
+    head, _, archs = command.partition(" --archs ")
+    return command in caption or (head in caption and f"`{archs}`" in caption)
+
+
+@pytest.mark.parametrize("table", [t for t in doc_tables.TABLES if t.files], ids=lambda t: t.name)
+def test_every_caption_has_date_machine_and_command(table):
+    block = doc_tables.generate(table)
+    caption = block.split("\n\n| ", 1)[0].split("\n\n```\n", 1)[0]  # the text above the table
+    for path in table.paths():
+        run = doc_tables.load_run(path)
+        assert run["date"] in caption and run["machine"] in caption, (table.name, path)
+        assert names_run(caption, run), (table.name, path)
+        assert path.relative_to(doc_tables.RESULTS).as_posix() in caption, (table.name, path)
+        if run.get("load_average"):
+            assert run["load_average"] in caption
+
+
+@pytest.mark.parametrize("table", [t for t in doc_tables.TABLES if not t.files], ids=lambda t: t.name)
+def test_summary_tables_name_the_files_they_collect(table):
+    caption = doc_tables.generate(table).split("\n\n", 1)[0]
+    for path in table.also_paths():
+        run = doc_tables.load_run(path)
+        assert path.relative_to(doc_tables.RESULTS).as_posix() in caption and run["machine"] in caption
+    assert all(date in caption for date in (min(doc_tables.load_run(p)["date"] for p in table.also_paths()),
+                                            max(doc_tables.load_run(p)["date"] for p in table.also_paths())))
+
+
+def test_every_result_file_has_its_table_and_every_marker_its_entry():
+    used = {path for table in doc_tables.TABLES for path in table.paths() + table.also_paths()}
+    files = {p for p in doc_tables.RESULTS.rglob("*.json") if "compare" not in p.relative_to(doc_tables.RESULTS).parts}
+    assert files - used == set(), f"result files no table shows: {sorted(str(p) for p in files - used)}"
+    for path in files:
+        doc_tables.load_run(path)  # every required field present
+    names = {table.name for table in doc_tables.TABLES}
+    assert len(names) == len(doc_tables.TABLES)
+    for page in PAGES:
+        for name in re.findall(r"<!-- table: ([^>]+?) -->", page.read_text(encoding="utf-8")):
+            assert name in names, f"{page.relative_to(REPO)}: <!-- table: {name} --> has no entry in doc_tables.TABLES"
+    for table in doc_tables.TABLES:
+        text = (REPO / table.page).read_text(encoding="utf-8")
+        assert text.count(doc_tables.begin_marker(table.name)) == 1, (table.page, table.name)
+
+
+def test_docs_name_no_issue_numbers():
+    """How a number was found belongs to CHANGELOG.md; the docs state the present and cite no tracker numbers."""
+    found = [f"{p.relative_to(REPO)}: {m.group(0)}" for p in PAGES
+             for m in re.finditer(r"\bissues?\s*(?:#|no\.?\s*|number\s*)?\d+", p.read_text(encoding="utf-8"), re.I)]
+    assert not found, found
+
+
+def test_dates_only_in_generated_captions():
+    """A date in the docs is a measurement's, and measurements carry theirs in their tables' captions."""
+    found = [f"{p.relative_to(REPO)}: {m.group(0)}" for p in PAGES
+             for m in re.finditer(r"\b20\d\d-\d\d-\d\d\b", GENERATED.sub("", p.read_text(encoding="utf-8")))]
+    assert not found, f"dates outside generated tables (move them to a result file or CHANGELOG.md): {found}"
+
+
+def test_slow_suite_floors_are_the_result_file_minus_the_margin():
+    run = doc_tables.load_run(doc_tables.SLOW_SUITE)
+    floors = doc_tables.slow_suite_floors()
+    assert list(floors) == [r["arch"] for r in run["records"]]
+    assert floors["transformer_gaussian_local"] == 9.4 and floors["transformer_localness"] == 10.5
+
+
+def test_replace_block_rewrites_only_between_its_markers():
+    begin = doc_tables.begin_marker("x/y")
+    text = f"head\n{begin}\nold\n{doc_tables.END}\nmiddle\n<!-- table: z -->\nkeep\n{doc_tables.END}\ntail\n"
+    new = doc_tables.replace_block(text, begin, doc_tables.END, "new")
+    assert new == f"head\n{begin}\nnew\n{doc_tables.END}\nmiddle\n<!-- table: z -->\nkeep\n{doc_tables.END}\ntail\n"
+    assert doc_tables.block_of(new, begin, doc_tables.END) == "new"
+    with pytest.raises(SystemExit, match="no <!-- table: q --> marker"):
+        doc_tables.replace_block(text, doc_tables.begin_marker("q"), doc_tables.END, "new")
+    # the README's results section goes through the same function
+    readme = "a\n<!-- compare-results -->\nold\n<!-- /compare-results -->\nb"
+    assert compare_readme.replace_section(readme, "new") == "a\n<!-- compare-results -->\nnew\n<!-- /compare-results -->\nb"
+
+
+def test_caption_of_runs_that_differ_names_each(tmp_path):
+    page = REPO / "docs" / "benchmark.md"
+    runs = [{"date": "2030-01-01", "machine": "m1", "command": "python scripts/benchmark.py --archs a", "source": "s",
+             "records": []},
+            {"date": "2030-01-02", "machine": "m2", "procedure": "by hand", "source": "s", "records": [],
+             "note": "a note"}]
+    paths = [doc_tables.RESULTS / "benchmark" / "a.json", doc_tables.RESULTS / "benchmark" / "b.json"]
+    text = doc_tables.caption(runs, paths, page)
+    assert "[benchmark/a.json](results/benchmark/a.json): measured 2030-01-01 on m1; `python scripts/benchmark.py" in text
+    assert "measured 2030-01-02 on m2; No command kept: by hand." in text and text.endswith("a note.")
+    multi = dict(runs[0], command="first\nsecond")
+    text = doc_tables.caption([multi], paths[:1], page)
+    assert "Commands below" in text and "```bash\nfirst\nsecond\n```" in text
+
+
+def test_a_result_file_needs_its_provenance(tmp_path):
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps({"date": "2030-01-01", "machine": "m", "source": "s", "records": [{}]}))
+    with pytest.raises(ValueError, match="command"):
+        doc_tables.load_run(path)
