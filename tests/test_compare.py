@@ -216,7 +216,7 @@ def test_tiny_grid_table_columns_and_files(tiny_grid):
     out = root / "work" / "tiny"
     assert "[4/4] transformer_gaussian_local (pre-norm, seed 2)" in first.stdout
     for name in ("table.md", "table.json", "runs.csv", "runs.json", "figure.png", "curves.csv", "curves.png",
-                 "buckets.md", "buckets.csv"):
+                 "buckets.md", "buckets.csv", "buckets.png"):
         assert (out / name).is_file(), name
         assert (root / "published" / "tiny" / name).read_bytes() == (out / name).read_bytes()
     table = (out / "table.md").read_text()

@@ -566,7 +566,7 @@ def write_outputs(grid: Grid, records: List[Dict[str, Any]], rows: List[Dict[str
 
 
 PUBLISHED = ("table.md", "table.json", "runs.csv", "runs.json", "curves.csv", "figure.png", "curves.png",
-             "buckets.md", "buckets.csv")
+             "buckets.md", "buckets.csv", "buckets.png")
 
 
 def run_bucket_bleu(eval_dir: Path, edges: Sequence[int], lowercase: bool) -> Dict[str, Tuple[int, float]]:
@@ -607,6 +607,28 @@ def write_buckets(grid: Grid, records: List[Dict[str, Any]], edges: Sequence[int
     caption = (f"{grid.label}: tokenized BLEU by source length in words (sentences per bucket in brackets), mean ± sd "
                f"over seeds; {len(records)} runs; written {datetime.date.today().isoformat()} by the command of table.md.")
     (grid.root / "buckets.md").write_text(caption + "\n\n" + "\n".join(table) + "\n", encoding="utf-8")
+    plot_buckets(means, order, grid.root / "buckets.png", f"{grid.label}: tokenized BLEU by source length")
+
+
+def plot_buckets(means: Dict[Tuple[str, str], Dict[str, List[float]]], order: List[str], path: Path, title: str) -> None:
+    """buckets.png: one line per architecture over the source-length buckets (error bar: sd over seeds), the
+    train-short/test-long figure when the buckets run past the training lengths."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    for (norm, arch), per_bucket in means.items():
+        shown = [b for b in order if b in per_bucket]
+        stats = [mean_sd(per_bucket[b]) for b in shown]
+        ax.errorbar([order.index(b) for b in shown], [m for m, _ in stats], yerr=[sd or 0.0 for _, sd in stats],
+                    marker="o", capsize=3, label=arch.replace("transformer_", "") + ("" if norm == "pre" else f" ({norm})"))
+    ax.set_xticks(range(len(order)), order)
+    ax.set_xlabel("source length (words)")
+    ax.set_ylabel("tokenized BLEU (mean ± sd over seeds)")
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 #: what a finished run keeps beside the published tables (text only, no checkpoint): enough to rebuild every table,
@@ -682,14 +704,7 @@ def write_curves(grid: Grid, records: List[Dict[str, Any]]) -> None:
     (grid.root / "curves.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
     if not series:
         return
-    import logging
-
-    import matplotlib
-
-    logging.getLogger("matplotlib").setLevel(logging.WARNING)
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 5.5))
     for label, points in sorted(series.items()):
         points.sort()
@@ -704,8 +719,8 @@ def write_curves(grid: Grid, records: List[Dict[str, Any]]) -> None:
     plt.close(fig)
 
 
-def plot(rows: List[Dict[str, Any]], baseline: str, path: Path, title: str) -> None:
-    """BLEU (mean, error bar: sd over seeds) against the training-speed ratio to the baseline."""
+def pyplot():
+    """matplotlib's pyplot, drawing to files."""
     import logging
 
     import matplotlib
@@ -714,6 +729,12 @@ def plot(rows: List[Dict[str, Any]], baseline: str, path: Path, title: str) -> N
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def plot(rows: List[Dict[str, Any]], baseline: str, path: Path, title: str) -> None:
+    """BLEU (mean, error bar: sd over seeds) against the training-speed ratio to the baseline."""
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 5.5))
     metric = "sacrebleu" if any(r["sacrebleu"] is not None for r in rows) else "tokenized_bleu"
     for norm, marker in (("pre", "o"), ("post", "s")):
