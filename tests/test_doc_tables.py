@@ -15,7 +15,10 @@ import pytest
 from fairseq_localness.experiments import compare_readme, doc_tables
 
 REPO = Path(__file__).resolve().parents[1]
-PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+#: the comparison's published tables (docs/results/compare/LABEL/) are its output, dated in their own captions
+PAGES = [REPO / "README.md", *sorted(p for p in (REPO / "docs").rglob("*.md")
+                                     if not p.relative_to(REPO / "docs").parts[:2] == ("results", "compare")
+                                     or p.parent == REPO / "docs" / "results" / "compare")]
 #: generated blocks (the measured tables and the README's comparison), where dates belong: in their captions
 GENERATED = re.compile(r"<!-- table: [^>]+ -->.*?<!-- /table -->|<!-- compare-results -->.*?<!-- /compare-results -->",
                        re.S)

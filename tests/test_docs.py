@@ -24,7 +24,10 @@ from localness_testing import BIN, REPO, USER_DIR, assert_incremental_parity, as
 
 README = REPO / "README.md"
 #: the manual's pages; docs/figures/ holds generated outputs (an analysis writes a markdown table beside its PNG)
-DOCS = sorted(p for p in (REPO / "docs").rglob("*.md") if "figures" not in p.relative_to(REPO / "docs").parts)
+#: the comparison's published tables (docs/results/compare/LABEL/*.md) are its output, captioned by it, not pages
+DOCS = sorted(p for p in (REPO / "docs").rglob("*.md") if "figures" not in p.relative_to(REPO / "docs").parts
+              and p.relative_to(REPO / "docs").parts[:2] != ("results", "compare") or p.name == "README.md"
+              and p.parent == REPO / "docs" / "results" / "compare")
 PAGES = [README, *DOCS]
 #: names the docs' worked example ("Adding a method" in docs/design.md) registers; the test registers it under
 #: these test-only names instead, so that the real registry never holds the example
