@@ -15,7 +15,6 @@ failed rows again with the stored resources (training resumes from its last chec
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import shlex
 from dataclasses import replace
@@ -72,8 +71,7 @@ def row_state(plan) -> Tuple[str, str]:
 def row_launch(plan, options: SlurmOptions):
     """The Launch of a row's train.sh command on the requested nodes, validated, with its batch split."""
     # node 0's port comes from the job id (cluster_jobs.TrainJob)
-    launch = dataclasses.replace(plan.launch, nodes=options.nodes, master_port=0,
-                                 overrides=list(plan.launch.overrides))
+    launch = replace(plan.launch, nodes=options.nodes, master_port=0, overrides=list(plan.launch.overrides))
     launch.validate()
     return launch, launch.plan()
 
