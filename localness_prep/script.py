@@ -521,6 +521,15 @@ it needs fairseq, sacremoses, subword-nmt (and jieba / fugashi+unidic-lite / sen
             for f in outs.values():
                 f.close()
 
+    def bpe_binarize_finish(self) -> None:
+        """The last steps of every script whose tok/ splits are final: BPE of tok/ into OUT, fairseq-preprocess,
+        and the summary."""
+        self.step(f"BPE ({self.bpe_tool}, {self.bpe_tokens})")
+        self.bpe_all(self.tok, self.out_dir)
+        self.step("Binarise (fairseq-preprocess)")
+        self.binarize()
+        self.finish()
+
     def bpe_all(self, in_dir: str, out_dir: str) -> None:
         """Learn BPE on IN_DIR/train.*, apply it to IN_DIR/{train,valid,test}.*."""
         groups = [(self.src, self.tgt)] if self.joined else [(self.src,), (self.tgt,)]

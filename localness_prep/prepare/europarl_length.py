@@ -61,12 +61,7 @@ def body(s: Script, argv: List[str]) -> None:
     s.step("Tokenise (Moses)")
     s.tokenize_splits()
 
-    s.step(f"BPE ({s.bpe_tool}, {s.bpe_tokens})")
-    s.bpe_all(s.tok, s.out_dir)
-
-    s.step("Binarise (fairseq-preprocess)")
-    s.binarize()
-    s.finish()
+    s.bpe_binarize_finish()
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -53,12 +53,7 @@ def body(s: Script, argv: List[str]) -> None:
     s.prep(tokenize, "detok", "--job", s.tgt, f"{s.tok}/test.{s.tgt}", f"{s.rawtxt}/test.{s.tgt}")
     s.note(f"raw/test.{s.tgt} is detokenised from tok/test.{s.tgt} (the sample has no untokenised text)")
 
-    s.step(f"BPE ({s.bpe_tool}, {s.bpe_tokens})")
-    s.bpe_all(s.tok, s.out_dir)
-
-    s.step("Binarise (fairseq-preprocess)")
-    s.binarize()
-    s.finish()
+    s.bpe_binarize_finish()
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -74,12 +74,7 @@ def body(s: Script, argv: List[str]) -> None:
         shutil.copyfile(f"{s.raw_ref_dir}/{test}.{tgt}", f"{s.rawtxt}/test.{tgt}")
         s.note(f"raw reference for sacreBLEU: {s.raw_ref_dir}/{test}.{tgt} -> {s.rawtxt}/test.{tgt}")
 
-    s.step(f"BPE ({s.bpe_tool}, {s.bpe_tokens})")
-    s.bpe_all(s.tok, s.out_dir)
-
-    s.step("Binarise (fairseq-preprocess)")
-    s.binarize()
-    s.finish()
+    s.bpe_binarize_finish()
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
