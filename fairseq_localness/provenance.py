@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime
 import os
 import platform
+import re
 import shlex
 from typing import Sequence
 
@@ -34,3 +35,37 @@ def command_line(program: str, argv: Sequence[str], env: Sequence[str] = ("OMP_N
     (``OMP_NUM_THREADS=1 python scripts/benchmark.py ...``)."""
     prefix = [f"{name}={shlex.quote(os.environ[name])}" for name in env if os.environ.get(name)]
     return " ".join([*prefix, program, shlex.join(list(argv))]).strip()
+
+
+def checkout_of(path: os.PathLike) -> "str | None":
+    """The repository checkout that holds ``path`` (the nearest directory above it with a pyproject.toml and a
+    fairseq_localness/ package), or None."""
+    here = os.path.abspath(path)
+    while True:
+        if os.path.isfile(os.path.join(here, "pyproject.toml")) and os.path.isdir(os.path.join(here, "fairseq_localness")):
+            return here
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+
+
+def portable_paths(text: str, checkouts: Sequence[os.PathLike], python_prefix: "str | None" = None,
+                   home: "str | None" = None) -> str:
+    """``text`` (a log, a scores.json) with this machine's absolute paths made portable before it is published:
+    a path inside one of ``checkouts`` becomes relative to it (``runs/compare/...``, ``.venv/lib/...``), the Python
+    environment outside them ``<python>/...``, and the home directory ``~/...``. The published files then read the
+    same wherever the checkout lies, and name no directory of the machine that made them."""
+    anchors: dict = {}
+    for roots, replacement in ((checkouts, ""), ([python_prefix] if python_prefix else [], "<python>/"),
+                               ([home] if home else [], "~/")):
+        for root in roots:
+            for form in {os.path.abspath(root), os.path.realpath(root)}:
+                anchor = form.rstrip(os.sep) + os.sep
+                inside_a_checkout = replacement and any(anchor.startswith(a) for a, r in anchors.items() if r == "")
+                if form != os.sep and not inside_a_checkout:  # never / itself: it would rewrite every path
+                    anchors.setdefault(anchor, replacement)
+    for anchor in sorted(anchors, key=len, reverse=True):  # the longest first: a checkout inside the home directory
+        # only where a path starts: an anchor /u/me/ must not match inside /data/u/me/
+        text = re.sub(r"(?<![\w.~/-])" + re.escape(anchor), lambda _: anchors[anchor], text)
+    return text

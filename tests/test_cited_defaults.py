@@ -122,6 +122,8 @@ def test_the_citation_finder_tells_our_files_from_the_releases():
 
 
 ABSOLUTE = re.compile(r"/(?:work|tmp|root|home)/")
+#: fairseq's own default for common.plasma_path: every composed config that a published run keeps records it
+FAIRSEQ_DEFAULT_PATH = "/tmp/plasma"
 SHIPPED = [p for p in itertools.chain(REPO.glob("fairseq_localness/**/*"), REPO.glob("localness_prep/**/*"),
                                      REPO.glob("configs/**/*"), REPO.glob("docs/**/*"))
            if p.is_file() and p.suffix in {".py", ".yaml", ".yml", ".md", ".sh", ".txt", ".json", ".csv", ".cfg", ".toml"}]
@@ -130,6 +132,7 @@ SHIPPED = [p for p in itertools.chain(REPO.glob("fairseq_localness/**/*"), REPO.
 def test_no_absolute_machine_path_in_the_package_configs_or_docs():
     """A checkout must work wherever it lies: paths are relative to it (../shared/... for the shared corpora and papers)."""
     hits = [f"{p.relative_to(REPO)}:{n}: {line.strip()}" for p in SHIPPED
-            for n, line in enumerate(p.read_text(encoding="utf-8", errors="replace").splitlines(), 1) if ABSOLUTE.search(line)]
+            for n, line in enumerate(p.read_text(encoding="utf-8", errors="replace").splitlines(), 1)
+            if ABSOLUTE.search(line.replace(FAIRSEQ_DEFAULT_PATH, ""))]
     assert not hits, "absolute machine paths:\n" + "\n".join(hits)
     assert len(SHIPPED) > 100  # the globs found the files

@@ -195,6 +195,60 @@ def test_a_recipe_key_that_does_not_exist_is_refused(tiny_data_bin, tmp_path):
     assert proc.returncode == 2 and "encoder_embed_dimm" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr[-2000:]
 
 
+def test_sacrebleu_significance_finds_the_reference_of_a_restored_run(tmp_path):
+    """Runs restored from a published grid name a detokenised reference that lies elsewhere (another machine):
+    the grid's data-bin's reference serves; with none, the error names the missing file."""
+    refs = tmp_path / "test.en"
+    refs.write_text("".join(r + "\n" for r in REFS))
+    dirs = [write_eval(tmp_path / name, REFS, REFS) for name in ("sys", "base")]
+    for directory in dirs:
+        (directory / "hyp.detok.txt").write_text("".join(r + "\n" for r in REFS))
+        (directory / "scores.json").write_text(json.dumps({"target_lang": "en", "detok_ref": "elsewhere/test.en"}))
+    result = compare.pooled_significance(dirs[:1], dirs[1:], lowercase=False, samples=20, detok_ref=str(refs))
+    assert result["sacrebleu"]["system"] == 100.0 == result["sacrebleu"]["baseline"]
+    with pytest.raises(compare.CompareError, match="elsewhere/test.en"):
+        compare.pooled_significance(dirs[:1], dirs[1:], lowercase=False, samples=20)
+
+
+def test_portable_paths_by_hand():
+    from fairseq_localness.provenance import portable_paths
+
+    text = ("/co/main/.venv/lib/x.py: loaded /co/main/runs/data/bin --user-dir /co/grid/fairseq_localness "
+            "/home/me/.cache/y /data/home/me/z /usr/lib/python3")
+    assert portable_paths(text, ["/co/main", "/co/grid"], "/co/main/.venv", "/home/me") == (
+        ".venv/lib/x.py: loaded runs/data/bin --user-dir fairseq_localness ~/.cache/y /data/home/me/z /usr/lib/python3")
+    # a Python environment outside every checkout; a path under no anchor stays as it was
+    assert portable_paths("/opt/env/bin/python /co/main/runs", ["/co/grid"], "/opt/env", "/") == \
+        "<python>/bin/python /co/main/runs"
+
+
+def test_published_files_name_no_path_of_the_machine(tmp_path, monkeypatch):
+    """What --publish copies reads the same wherever the checkout lies: no absolute path of the checkout, of the
+    Python environment or of the home directory is left in it, and the record's eval_dir is relative."""
+    checkout, home = tmp_path / "checkout", tmp_path / "home"
+    (checkout / "fairseq_localness").mkdir(parents=True)
+    (checkout / "pyproject.toml").write_text("")
+    monkeypatch.setenv("HOME", str(home))
+    grid = compare.Grid(label="lbl", recipe="compare_small", data_bin=checkout / "runs" / "data" / "bin",
+                        archs=["transformer"], seeds=[1], norms=["pre"], baseline="transformer",
+                        work=checkout / "runs" / "compare")
+    run_dir = grid.run_dir(compare.RunSpec("transformer", "pre", 1))
+    mentions = json.dumps({"out": str(run_dir / "eval-test"), "data_bin": str(grid.data_bin),
+                           "cache": str(home / ".cache" / "x"), "python": sys.prefix + "/bin/python"})
+    for name in ("eval-test/scores.json", "eval-test/generate-test.log", "checkpoints/.hydra/config.yaml", "trained"):
+        (run_dir / name).parent.mkdir(parents=True, exist_ok=True)
+        (run_dir / name).write_text(mentions + "\n")
+    (grid.root / "runs.json").write_text(json.dumps([{"eval_dir": "pre/transformer/seed1/eval-test"}]))
+    target = compare.publish(grid, tmp_path / "published")
+    texts = {p: p.read_text() for p in target.rglob("*") if p.is_file()}
+    assert len(texts) == 5
+    for path, text in texts.items():
+        assert str(tmp_path) not in text and sys.prefix not in text, (path, text)
+    scores = json.loads((target / "pre" / "transformer" / "seed1" / "eval-test" / "scores.json").read_text())
+    assert scores["out"] == "runs/compare/lbl/pre/transformer/seed1/eval-test"
+    assert scores["data_bin"] == "runs/data/bin" and scores["cache"] == "~/.cache/x"
+
+
 # --------------------------------------------------------------------------- the tiny grid, end to end
 
 

@@ -43,8 +43,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ..paths import CONFIG_DIR, SCRIPTS_DIR, CheckoutError, require_checkout
-from ..provenance import machine_description
+from ..paths import CONFIG_DIR, REPO, SCRIPTS_DIR, CheckoutError, require_checkout
+from ..provenance import checkout_of, machine_description, portable_paths
 from .launch import LaunchError, Launch, arch_configs, benchmark_values, benchmarks, model_keys, precision_overrides
 from .plans import RowPlan
 from .processes import stream
@@ -350,7 +350,8 @@ def collect_run(grid: Grid, spec: RunSpec) -> Dict[str, Any]:
         "epochs": epochs, "best_valid_loss": best_loss, "best_update": best_update,
         "decode_tokens_per_s": decoding_speed(run_dir / EVAL_DIR),
         "sacrebleu_signature": (scores.get("sacrebleu") or {}).get("signature"),
-        "eval_dir": str(run_dir / EVAL_DIR),
+        # relative to WORK/LABEL: the record reads the same in the published copy, wherever the checkout lies
+        "eval_dir": str((run_dir / EVAL_DIR).relative_to(grid.root)),
     }
     (run_dir / "result.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     return record
@@ -410,9 +411,11 @@ def pooled_outputs(eval_dirs: Sequence[Path], name: str) -> List[str]:
 
 
 def pooled_significance(system_dirs: Sequence[Path], baseline_dirs: Sequence[Path], lowercase: bool,
-                        samples: int = 1000) -> Dict[str, Dict[str, Any]]:
+                        samples: int = 1000, detok_ref: Optional[str] = None) -> Dict[str, Dict[str, Any]]:
     """Paired bootstrap of the seed-pooled outputs: system seed k is paired with baseline seed k, the
-    references of each seed repeated. Tokenised BLEU always; sacreBLEU when both have detokenised output."""
+    references of each seed repeated. Tokenised BLEU always; sacreBLEU when both have detokenised output.
+    ``detok_ref``: the detokenised test reference to use when the one the runs' scores.json names is not on this
+    machine (runs restored from a published grid): the grid's data-bin's."""
     from ..evaluation.scoring import BLEU, HYP_DETOK, HYP_TOK, paired_bootstrap, sacrebleu_tokenizer, tokenized_bleu_metric
 
     refs = pooled_outputs(system_dirs, "ref.tok.txt")
@@ -422,7 +425,12 @@ def pooled_significance(system_dirs: Sequence[Path], baseline_dirs: Sequence[Pat
     detok = [Path(d) / HYP_DETOK for d in [*system_dirs, *baseline_dirs]]
     if all(p.is_file() for p in detok):
         scores = [json.loads((Path(d) / "scores.json").read_text(encoding="utf-8")) for d in system_dirs]
-        ref_file = scores[0].get("detok_ref")
+        named = scores[0].get("detok_ref")
+        ref_file = named if named and Path(named).is_file() else detok_ref
+        if named and not (ref_file and Path(ref_file).is_file()):
+            raise CompareError(f"{Path(system_dirs[0]) / 'scores.json'} names the detokenised reference {named}, "
+                               "which is not here, and the data-bin's prep-info.json names none: prepare the "
+                               "corpus again (its data-prep script) or rerun the evaluation")
         if ref_file:
             from ..evaluation.scoring import read_lines
 
@@ -434,9 +442,11 @@ def pooled_significance(system_dirs: Sequence[Path], baseline_dirs: Sequence[Pat
     return result
 
 
-def summarize(records: List[Dict[str, Any]], baseline: str, lowercase: bool, samples: int = 1000) -> List[Dict[str, Any]]:
+def summarize(records: List[Dict[str, Any]], baseline: str, lowercase: bool, samples: int = 1000,
+              root: Path = Path("."), detok_ref: Optional[str] = None) -> List[Dict[str, Any]]:
     """One row per (norm, architecture): means and sds over seeds, ratios to the baseline of the same norm
-    placement, and the pooled significance test against it (on the seeds both have)."""
+    placement, and the pooled significance test against it (on the seeds both have). ``root``: the directory the
+    records' ``eval_dir`` is relative to (WORK/LABEL); ``detok_ref``: see :func:`pooled_significance`."""
     rows: List[Dict[str, Any]] = []
     keys = sorted({(r["norm"], r["arch"]) for r in records}, key=lambda k: (NORMS.index(k[0]) if k[0] in NORMS else 9,
                                                                             k[1] != baseline))
@@ -460,9 +470,9 @@ def summarize(records: List[Dict[str, Any]], baseline: str, lowercase: bool, sam
             base_by_seed = {r["seed"]: r for r in base_runs}
             common = [r for r in runs if r["seed"] in base_by_seed]
             if common:
-                row["significance"] = pooled_significance([Path(r["eval_dir"]) for r in common],
-                                                          [Path(base_by_seed[r["seed"]]["eval_dir"]) for r in common],
-                                                          lowercase, samples)
+                row["significance"] = pooled_significance([root / r["eval_dir"] for r in common],
+                                                          [root / base_by_seed[r["seed"]]["eval_dir"] for r in common],
+                                                          lowercase, samples, detok_ref)
                 row["significance_seeds"] = [r["seed"] for r in common]
         rows.append(row)
     return rows
@@ -592,7 +602,7 @@ def write_buckets(grid: Grid, records: List[Dict[str, Any]], edges: Sequence[int
     means: Dict[Tuple[str, str], Dict[str, List[float]]] = {}
     sizes: Dict[str, int] = {}
     for record in records:
-        scores = run_bucket_bleu(Path(record["eval_dir"]), edges, lowercase)
+        scores = run_bucket_bleu(grid.root / record["eval_dir"], edges, lowercase)
         for bucket, (count, bleu) in scores.items():
             lines.append(f"{grid.label},{record['arch']},{record['norm']},{record['seed']},{bucket},{count},{bleu}")
             means.setdefault((record["norm"], record["arch"]), {}).setdefault(bucket, []).append(bleu)
@@ -640,21 +650,31 @@ RUN_FILES = ("trained", "result.json", "checkpoints/hydra_train.log", "checkpoin
 
 def publish(grid: Grid, directory: Path) -> Path:
     """Copy the grid's result files, and every finished run's :data:`RUN_FILES` (not its checkpoints), to
-    DIRECTORY/LABEL."""
-    import shutil
-
+    DIRECTORY/LABEL. Text files are copied with this machine's paths made portable
+    (:func:`~fairseq_localness.provenance.portable_paths`): relative to the checkout, never absolute."""
     target = Path(directory) / grid.label
     target.mkdir(parents=True, exist_ok=True)
+    checkouts = [c for c in (checkout_of(REPO), checkout_of(Path.cwd()), checkout_of(grid.work),
+                             checkout_of(grid.data_bin)) if c]
+
+    def copy(source: Path, destination: Path) -> None:
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        if source.suffix == ".png":
+            destination.write_bytes(source.read_bytes())
+        else:
+            text = source.read_text(encoding="utf-8", errors="surrogateescape")
+            destination.write_text(portable_paths(text, checkouts, sys.prefix, str(Path.home())),
+                                   encoding="utf-8", errors="surrogateescape")
+
     for name in PUBLISHED:
         if (grid.root / name).is_file():
-            shutil.copyfile(grid.root / name, target / name)
+            copy(grid.root / name, target / name)
     for spec in finished_specs(grid):
         relative = grid.run_dir(spec).relative_to(grid.root)
         for name in RUN_FILES:
             source = grid.run_dir(spec) / name
             if source.is_file():
-                (target / relative / name).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(source, target / relative / name)
+                copy(source, target / relative / name)
     if grid.data_bin.is_dir():  # the label's setup, for the runs restored from here (restore_published)
         (target / "grid.json").write_text(json.dumps(label_record(grid), indent=1) + "\n", encoding="utf-8")
     return target
@@ -807,6 +827,13 @@ def claim_label(grid: Grid, write: bool = True) -> None:
     if write:
         grid.root.mkdir(parents=True, exist_ok=True)
         record.write_text(json.dumps(mine, indent=1) + "\n", encoding="utf-8")
+
+
+def test_detok_ref(data_bin: Path) -> Optional[str]:
+    """The detokenised test reference that data-prep recorded for ``data_bin`` (prep-info.json), if any."""
+    from ..evaluation.evaluate import read_prep_info
+
+    return read_prep_info(str(data_bin)).get("detok_ref")
 
 
 def lowercased(data_bin: Path) -> bool:
@@ -970,7 +997,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 def write_table(grid: Grid, args: argparse.Namespace, command: str, quiet: bool = False) -> str:
     """The table of every finished run under WORK/LABEL (and its copy under --publish)."""
     records = finished_records(grid)
-    rows = summarize(records, grid.baseline, lowercased(grid.data_bin), args.bootstrap_samples)
+    rows = summarize(records, grid.baseline, lowercased(grid.data_bin), args.bootstrap_samples, grid.root,
+                     test_detok_ref(grid.data_bin))
     text = write_outputs(grid, records, rows, command, machine_description(grid.gpus))
     if args.publish:
         publish(grid, args.publish)
