@@ -268,6 +268,13 @@ it needs fairseq, sacremoses, subword-nmt (and jieba / fugashi+unidic-lite / sen
         if not (len(args) >= 2 and args[1] and not args[1].startswith("--")):
             self.die(f"{args[0]} needs a value (see --help)")
 
+    def integer_value(self, args: List[str]) -> str:
+        """The value of the flag ``args[0]``, which must be a positive integer (else a message naming the flag)."""
+        self.need_value(args)
+        if not is_int(args[1]):
+            self.die(f"{args[0]} must be a positive integer, got '{args[1]}'")
+        return args[1]
+
     def parse_args(self, argv: Sequence[str]) -> None:
         self.quoted_args = quote_args(argv)
         args = list(argv)
@@ -284,10 +291,7 @@ it needs fairseq, sacremoses, subword-nmt (and jieba / fugashi+unidic-lite / sen
                 self.out_dir = args[1]
                 del args[:2]
             elif flag == "--bpe-tokens":
-                self.need_value(args)
-                if not is_int(args[1]):
-                    self.die(f"--bpe-tokens must be a positive integer, got '{args[1]}'")
-                self.bpe_tokens = args[1]
+                self.bpe_tokens = self.integer_value(args)
                 del args[:2]
             elif flag == "--bpe":
                 self.need_value(args)
@@ -299,10 +303,7 @@ it needs fairseq, sacremoses, subword-nmt (and jieba / fugashi+unidic-lite / sen
                 self.joined = flag == "--joined-dictionary"
                 del args[:1]
             elif flag == "--workers":
-                self.need_value(args)
-                if not is_int(args[1]):
-                    self.die(f"--workers must be a positive integer, got '{args[1]}'")
-                self.workers = args[1]
+                self.workers = self.integer_value(args)
                 del args[:2]
             elif flag == "--force":
                 self.force = True

@@ -340,6 +340,28 @@ def test_another_setup_in_the_same_label_is_refused(tiny_grid, tmp_path):
     assert proc.returncode == 2 and "holds runs of another setup" in proc.stderr, proc.stderr[-2000:]
 
 
+def test_an_edited_recipe_is_another_setup(tiny_data_bin, tmp_path):
+    """The label records the recipe's values, not only its name: a shipped recipe edited between two calls (or
+    its optimiser file) is refused in --work and in --publish, naming the key that changed."""
+    grid = compare.Grid(label="lbl", recipe="compare_multi30k_de_en", data_bin=tiny_data_bin, archs=["transformer"],
+                        seeds=[1], norms=["pre"], baseline="transformer", work=tmp_path / "work")
+    compare.claim_label(grid)  # first use: recorded
+    compare.claim_label(grid)  # the same setup again: accepted
+    record = json.loads((grid.root / "grid.json").read_text())
+    assert record["recipe_values"]["model"]["encoder_embed_dim"] == 128
+    record["recipe_values"]["optimization"]["lr"] = [0.001]
+    (grid.root / "grid.json").write_text(json.dumps(record))
+    with pytest.raises(compare.CompareError, match=r"--work .*recipe_values\.optimization\.lr: \[0\.001\] -> "):
+        compare.claim_label(grid)
+    published = tmp_path / "published" / "lbl"
+    published.mkdir(parents=True)
+    (published / "grid.json").write_text(json.dumps(record))
+    with pytest.raises(compare.CompareError, match=r"--publish .*recipe_values\.optimization\.lr"):
+        compare.restore_published(grid, tmp_path / "published")
+    with pytest.raises(compare.CompareError, match=r"--publish"):
+        compare.publish(grid, tmp_path / "published")
+
+
 # --------------------------------------------------------------------------- the run-directory guard
 
 

@@ -478,6 +478,16 @@ def test_mismatched_and_invalid_input(tmp_path: Path) -> None:
     assert proc.returncode != 0 and "train.en:51: not valid UTF-8" in proc.stderr
 
 
+@pytest.mark.parametrize("script,flag", [("prepare-wat17ja2en.sh", "--max-len"), ("prepare-wmt17zh2en.sh", "--max-len"),
+                                         ("prepare-europarl-length.sh", "--max-len"),
+                                         ("prepare-wmt14en2fr.sh", "--valid-every"), ("prepare-iwslt14.sh", "--bpe-tokens"),
+                                         ("prepare-iwslt14.sh", "--workers")])
+def test_integer_flags_name_the_flag_and_the_value(script: str, flag: str, tmp_path: Path) -> None:
+    proc = run(script, flag, "ten", "--out", tmp_path / "o", check=False)
+    assert proc.returncode != 0 and f"{flag} must be a positive integer, got 'ten'" in proc.stderr, proc.stderr
+    assert not (tmp_path / "o").exists()
+
+
 def test_offline_without_raw_dir_fails_clearly(tmp_path: Path) -> None:
     closed = "http://127.0.0.1:9"  # nothing listens: no real download even where there is network
     env = {"http_proxy": closed, "https_proxy": closed, "HTTP_PROXY": closed, "HTTPS_PROXY": closed, "no_proxy": ""}

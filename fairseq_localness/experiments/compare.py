@@ -524,11 +524,16 @@ def recipe_summary(grid: Grid) -> str:
     size = (f"{model.get('encoder_layers')}+{model.get('decoder_layers')} layers, {model.get('encoder_embed_dim')} dim, "
             f"{model.get('encoder_attention_heads')} heads, FFN {model.get('encoder_ffn_embed_dim')}, dropout "
             f"{model.get('dropout')}")
-    optimiser = (f"{(values.get('optimizer') or {}).get('_name')} lr {opt.get('lr')} ({sched.get('_name')}, "
-                 f"{sched.get('warmup_updates')} warm-up), {(values.get('dataset') or {}).get('max_tokens')} tokens "
-                 f"x update_freq {opt.get('update_freq')}")
-    stop = (f"early stopping on validation loss, patience {ckpt.get('patience')} epochs, at most "
-            f"{opt.get('max_epoch') or '-'} epochs / {opt.get('max_update') or '-'} updates")
+    schedule = f"{sched.get('_name')}, {sched.get('warmup_updates')} warm-up"
+    if sched.get("lr_shrink") is not None:  # reduce_lr_on_plateau: the rate follows the validation loss
+        schedule += (f", lr x {sched.get('lr_shrink')} after {int(sched.get('lr_patience') or 0) + 1} epoch(s) "
+                     "without a new best")
+    optimiser = (f"{(values.get('optimizer') or {}).get('_name')} lr {opt.get('lr')} ({schedule}), "
+                 f"{(values.get('dataset') or {}).get('max_tokens')} tokens x update_freq {opt.get('update_freq')}")
+    floor = opt.get("stop_min_lr")
+    stop = (f"early stopping on validation loss, patience {ckpt.get('patience')} epochs"
+            + (f", or once the learning rate is at most {floor}" if floor is not None and float(floor) > 0 else "")
+            + f", at most {opt.get('max_epoch') or '-'} epochs / {opt.get('max_update') or '-'} updates")
     return f"recipe `{grid.recipe}`: {size}; {optimiser}; {stop}; norm placement: " + \
         ", ".join(f"{n}-norm" for n in grid.norms) + " for every architecture"
 
@@ -653,6 +658,7 @@ def publish(grid: Grid, directory: Path) -> Path:
     DIRECTORY/LABEL. Text files are copied with this machine's paths made portable
     (:func:`~fairseq_localness.provenance.portable_paths`): relative to the checkout, never absolute."""
     target = Path(directory) / grid.label
+    check_setup(grid, target / "grid.json", f"--publish {target}")
     target.mkdir(parents=True, exist_ok=True)
     checkouts = [c for c in (checkout_of(REPO), checkout_of(Path.cwd()), checkout_of(grid.work),
                              checkout_of(grid.data_bin)) if c]
@@ -686,6 +692,7 @@ def restore_published(grid: Grid, directory: Path) -> List[RunSpec]:
     import shutil
 
     source_root = Path(directory) / grid.label
+    check_setup(grid, source_root / "grid.json", f"--publish {source_root}")
     restored = []
     for scores in sorted(source_root.glob(f"*/*/seed*/{EVAL_DIR}/scores.json")):
         run_dir = scores.parent.parent
@@ -807,26 +814,50 @@ def data_fingerprint(data_bin: Path) -> str:
 
 
 def label_record(grid: Grid) -> Dict[str, Any]:
-    """What every run under one label shares (``grid.json``)."""
-    return {"recipe": grid.recipe, "data": data_fingerprint(grid.data_bin), "train_overrides": grid.train_overrides,
+    """What every run under one label shares (``grid.json``): the recipe's name and its values (its defaults
+    merged: a shipped recipe edited between two calls is another recipe), the data, the overrides and the
+    decoding flags."""
+    return {"recipe": grid.recipe,
+            "recipe_values": benchmark_values(grid.recipe, grid.root / "recipe" if grid.recipe_file else None),
+            "data": data_fingerprint(grid.data_bin), "train_overrides": grid.train_overrides,
             "evaluate_flags": grid.evaluate_flags}
+
+
+def setup_differences(theirs: Dict[str, Any], mine: Dict[str, Any], prefix: str = "") -> List[str]:
+    """``key: theirs -> mine`` for every (dotted) key in which two label records differ."""
+    differ = []
+    for key in dict.fromkeys([*mine, *theirs]):
+        a, b = theirs.get(key), mine.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            differ += setup_differences(a, b, f"{prefix}{key}.")
+        elif a != b:
+            differ.append(f"{prefix}{key}: {'(none)' if a is None else a!r} -> {'(none)' if b is None else b!r}")
+    return differ
+
+
+def check_setup(grid: Grid, record: Path, what: str) -> bool:
+    """Refuse ``record`` (a grid.json) if it is another setup's than ``grid``'s; False when there is none."""
+    if not record.is_file():
+        return False
+    theirs, mine = json.loads(record.read_text(encoding="utf-8")), label_record(grid)
+    if not grid.data_bin.is_dir():  # a fresh checkout before data-prep: the data cannot be compared yet
+        theirs.pop("data", None), mine.pop("data", None)
+    differ = setup_differences(theirs, mine)
+    if differ:
+        raise CompareError(f"{what} holds runs of another setup ({'; '.join(differ)}; {record}); their table would "
+                           "mix recipes. Use another --label, or move those runs away")
+    return True
 
 
 def claim_label(grid: Grid, write: bool = True) -> None:
     """Record the recipe and data of WORK/LABEL on first use; refuse another recipe or data-bin there, so that
     every run of one table shares them."""
     record = grid.root / "grid.json"
-    mine = label_record(grid)
-    if record.is_file():
-        theirs = json.loads(record.read_text(encoding="utf-8"))
-        differ = [k for k in mine if theirs.get(k) != mine[k]]
-        if differ:
-            raise CompareError(f"{grid.root} holds runs of another setup ({', '.join(f'{k}: {theirs.get(k)!r}' for k in differ)}; "
-                               f"{record}); their table would mix recipes. Use another --label or --work")
+    if check_setup(grid, record, f"--work {grid.root}"):
         return
     if write:
         grid.root.mkdir(parents=True, exist_ok=True)
-        record.write_text(json.dumps(mine, indent=1) + "\n", encoding="utf-8")
+        record.write_text(json.dumps(label_record(grid), indent=1) + "\n", encoding="utf-8")
 
 
 def test_detok_ref(data_bin: Path) -> Optional[str]:

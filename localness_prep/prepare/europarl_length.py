@@ -11,7 +11,7 @@ import sys
 from typing import List, Optional, Sequence
 
 from .. import length_split
-from ..script import Script, is_int, run
+from ..script import Script, run
 
 USAGE = """\
 Usage: bash $SCRIPT_NAME --raw-dir DIR --out DIR [--max-len N] [options]
@@ -32,10 +32,7 @@ def usage(s: Script) -> str:
 
 def option(s: Script, args: List[str]) -> int:
     if args[0] == "--max-len":
-        s.need_value(args)
-        if not is_int(args[1]):
-            s.die(f"--max-len must be a positive integer, got '{args[1]}'")
-        s.max_len = args[1]
+        s.max_len = s.integer_value(args)
         return 2
     return 0
 

@@ -13,7 +13,7 @@ import sys
 from typing import List, Optional, Sequence
 
 from .. import aspec, clean, tokenize
-from ..script import Script, is_int, run
+from ..script import Script, run
 
 RATIO = "9"
 ASPEC_URL = "https://jipsti.jst.go.jp/aspec/"
@@ -43,10 +43,7 @@ def usage(s: Script) -> str:
 
 def option(s: Script, args: List[str]) -> int:
     if args[0] == "--max-len":
-        s.need_value(args)
-        if not is_int(args[1]):
-            s.die("--max-len must be a positive integer")
-        s.max_len = args[1]
+        s.max_len = s.integer_value(args)
         return 2
     return 0
 

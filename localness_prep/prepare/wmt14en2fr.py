@@ -15,7 +15,7 @@ import sys
 from typing import List, Optional, Sequence
 
 from .. import clean, iwslt_xml, tokenize
-from ..script import Script, concatenate, is_int, run
+from ..script import Script, concatenate, run
 
 MAX_LEN, RATIO = "250", "1.5"
 WMT13, WMT14 = "http://statmt.org/wmt13", "http://statmt.org/wmt14"
@@ -49,10 +49,7 @@ def usage(s: Script) -> str:
 
 def option(s: Script, args: List[str]) -> int:
     if args[0] == "--valid-every":
-        s.need_value(args)
-        if not is_int(args[1]):
-            s.die(f"--valid-every must be a positive integer, got '{args[1]}'")
-        s.valid_every = args[1]
+        s.valid_every = s.integer_value(args)
         return 2
     return 0
 

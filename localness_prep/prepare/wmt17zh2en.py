@@ -13,7 +13,7 @@ import sys
 from typing import Dict, List, Optional, Sequence
 
 from .. import clean, cwmt, iwslt_xml, tokenize
-from ..script import Script, concatenate, count_lines, is_int, remove, run
+from ..script import Script, concatenate, count_lines, remove, run
 
 RATIO = "9"
 WMT17 = "http://data.statmt.org/wmt17/translation-task"
@@ -69,10 +69,7 @@ def option(s: Script, args: List[str]) -> int:
         s.extra.append(args[1])
         return 2
     if args[0] == "--max-len":
-        s.need_value(args)
-        if not is_int(args[1]):
-            s.die("--max-len must be a positive integer")
-        s.max_len = args[1]
+        s.max_len = s.integer_value(args)
         return 2
     return 0
 
