@@ -526,8 +526,9 @@ def recipe_summary(grid: Grid) -> str:
             f"{model.get('dropout')}")
     schedule = f"{sched.get('_name')}, {sched.get('warmup_updates')} warm-up"
     if sched.get("lr_shrink") is not None:  # reduce_lr_on_plateau: the rate follows the validation loss
+        threshold = float(sched.get("lr_threshold", 1e-4))  # fairseq's default: a relative improvement
         schedule += (f", lr x {sched.get('lr_shrink')} after {int(sched.get('lr_patience') or 0) + 1} epoch(s) "
-                     "without a new best")
+                     f"without a validation-loss improvement of {threshold * 100:g}%")
     optimiser = (f"{(values.get('optimizer') or {}).get('_name')} lr {opt.get('lr')} ({schedule}), "
                  f"{(values.get('dataset') or {}).get('max_tokens')} tokens x update_freq {opt.get('update_freq')}")
     floor = opt.get("stop_min_lr")
