@@ -269,6 +269,16 @@ def test_the_plateau_schedule_resumes_at_its_halved_rate(tiny_data_bin, tmp_path
     assert rates == {1: 0.002, 2: 0.001, 3: 0.001, 4: 0.0005}, rates
 
 
+def test_progress_reads_fairseqs_stop_lines():
+    """The two ways a comparison run stops, as fairseq-hydra-train logs them (fairseq_cli/train.py)."""
+    patience = ("[2026-11-26 04:00:00,000][fairseq_cli.train][INFO] - early stop since valid performance hasn't "
+                "improved for last 5 runs")
+    floor = ("[2026-11-26 04:00:00,000][fairseq_cli.train][INFO] - stopping training because current learning rate "
+             "(0.000125) is smaller than or equal to minimum learning rate (--stop-min-lr=0.00015)")
+    assert compare._STOP.search(patience).group(1) == "5" and not compare._STOP.search(floor)
+    assert compare._FLOOR.search(floor).groups() == ("0.000125", "0.00015") and not compare._FLOOR.search(patience)
+
+
 # --------------------------------------------------------------------------- the tiny grid, end to end
 
 

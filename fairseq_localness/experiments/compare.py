@@ -60,6 +60,9 @@ _TRANSLATED = re.compile(r"Translated ([\d,]+) sentences \(([\d,]+) tokens\) in 
 _INNER = re.compile(r"train_inner.*? epoch (\d+):.*?num_updates=(\d+)")
 _VALID = re.compile(r"valid(?:\]\[INFO\] -| \|) epoch (\d+) \| valid on 'valid' subset \| loss ([\d.]+) .*?num_updates (\d+)")
 _STOP = re.compile(r"early stop since valid performance hasn't improved for last (\d+) runs")
+# fairseq's stop at the learning-rate floor (optimization.stop_min_lr: the plateau schedule's last halving)
+_FLOOR = re.compile(r"current learning rate \(([\d.e-]+)\) is smaller than or equal to minimum learning rate "
+                    r"\(--stop-min-lr=([\d.e-]+)\)")
 
 
 class CompareError(RuntimeError):
@@ -295,6 +298,10 @@ def run_one(grid: Grid, spec: RunSpec, index: int, progress: Progress) -> Option
             match = _STOP.search(line)
             if match:
                 progress.say(f"{tag}: early stop, no better validation loss for {match.group(1)} epochs")
+            match = _FLOOR.search(line)
+            if match:
+                progress.say(f"{tag}: stop, the learning rate ({match.group(1)}) is at its floor "
+                             f"(stop_min_lr {match.group(2)})")
 
         code = stream(commands[0], run_dir / "train.log", env, on_line)
         if code != 0:
