@@ -868,7 +868,7 @@ def claim_label(grid: Grid, write: bool = True) -> None:
         record.write_text(json.dumps(label_record(grid), indent=1) + "\n", encoding="utf-8")
 
 
-def test_detok_ref(data_bin: Path) -> Optional[str]:
+def data_bin_detok_ref(data_bin: Path) -> Optional[str]:
     """The detokenised test reference that data-prep recorded for ``data_bin`` (prep-info.json), if any."""
     from ..evaluation.evaluate import read_prep_info
 
@@ -1037,7 +1037,7 @@ def write_table(grid: Grid, args: argparse.Namespace, command: str, quiet: bool 
     """The table of every finished run under WORK/LABEL (and its copy under --publish)."""
     records = finished_records(grid)
     rows = summarize(records, grid.baseline, lowercased(grid.data_bin), args.bootstrap_samples, grid.root,
-                     test_detok_ref(grid.data_bin))
+                     data_bin_detok_ref(grid.data_bin))
     text = write_outputs(grid, records, rows, command, machine_description(grid.gpus))
     if args.publish:
         publish(grid, args.publish)
