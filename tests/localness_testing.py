@@ -19,6 +19,13 @@ REPO = Path(__file__).resolve().parents[1]
 USER_DIR = str(REPO / "fairseq_localness")
 BIN = Path(sys.executable).parent
 
+
+def published_comparison_output(path: Path) -> bool:
+    """A markdown file the comparison wrote under docs/results/compare/LABEL/: its output, dated in its own
+    caption, not a page of the manual (the folder's README.md is a page)."""
+    parts = path.relative_to(REPO / "docs").parts
+    return parts[:2] == ("results", "compare") and len(parts) > 3
+
 #: a tiny model: 3 encoder and 3 decoder layers, so paper placements such as "1-3" fit
 TINY = {
     "encoder_layers": 3, "decoder_layers": 3,

@@ -229,7 +229,7 @@ def test_published_files_name_no_path_of_the_machine(tmp_path, monkeypatch):
     (checkout / "fairseq_localness").mkdir(parents=True)
     (checkout / "pyproject.toml").write_text("")
     monkeypatch.setenv("HOME", str(home))
-    grid = compare.Grid(label="lbl", recipe="compare_small", data_bin=checkout / "runs" / "data" / "bin",
+    grid = compare.Grid(label="lbl", recipe="compare_multi30k_de_en", data_bin=checkout / "runs" / "data" / "bin",
                         archs=["transformer"], seeds=[1], norms=["pre"], baseline="transformer",
                         work=checkout / "runs" / "compare")
     run_dir = grid.run_dir(compare.RunSpec("transformer", "pre", 1))

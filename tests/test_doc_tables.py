@@ -13,12 +13,11 @@ from pathlib import Path
 import pytest
 
 from fairseq_localness.experiments import compare_readme, doc_tables
+from localness_testing import published_comparison_output
 
 REPO = Path(__file__).resolve().parents[1]
 #: the comparison's published tables (docs/results/compare/LABEL/) are its output, dated in their own captions
-PAGES = [REPO / "README.md", *sorted(p for p in (REPO / "docs").rglob("*.md")
-                                     if not p.relative_to(REPO / "docs").parts[:2] == ("results", "compare")
-                                     or p.parent == REPO / "docs" / "results" / "compare")]
+PAGES = [REPO / "README.md", *sorted(p for p in (REPO / "docs").rglob("*.md") if not published_comparison_output(p))]
 #: generated blocks (the measured tables and the README's comparison), where dates belong: in their captions
 GENERATED = re.compile(r"<!-- table: [^>]+ -->.*?<!-- /table -->|<!-- compare-results -->.*?<!-- /compare-results -->",
                        re.S)

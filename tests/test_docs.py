@@ -20,14 +20,14 @@ from typing import Dict, List, Set
 
 import pytest
 
-from localness_testing import BIN, REPO, USER_DIR, assert_incremental_parity, assert_padding_invariance, build_model, run
+from localness_testing import (BIN, REPO, USER_DIR, assert_incremental_parity, assert_padding_invariance,
+                               build_model, published_comparison_output, run)
 
 README = REPO / "README.md"
 #: the manual's pages; docs/figures/ holds generated outputs (an analysis writes a markdown table beside its PNG)
 #: the comparison's published tables (docs/results/compare/LABEL/*.md) are its output, captioned by it, not pages
 DOCS = sorted(p for p in (REPO / "docs").rglob("*.md") if "figures" not in p.relative_to(REPO / "docs").parts
-              and p.relative_to(REPO / "docs").parts[:2] != ("results", "compare") or p.name == "README.md"
-              and p.parent == REPO / "docs" / "results" / "compare")
+              and not published_comparison_output(p))
 PAGES = [README, *DOCS]
 #: names the docs' worked example ("Adding a method" in docs/design.md) registers; the test registers it under
 #: these test-only names instead, so that the real registry never holds the example

@@ -666,7 +666,8 @@ def publish(grid: Grid, directory: Path) -> Path:
     DIRECTORY/LABEL. Text files are copied with this machine's paths made portable
     (:func:`~fairseq_localness.provenance.portable_paths`): relative to the checkout, never absolute."""
     target = Path(directory) / grid.label
-    check_setup(grid, target / "grid.json", f"--publish {target}")
+    mine = label_record(grid)
+    check_setup(grid, mine, target / "grid.json", f"--publish {target}")
     target.mkdir(parents=True, exist_ok=True)
     checkouts = [c for c in (checkout_of(REPO), checkout_of(Path.cwd()), checkout_of(grid.work),
                              checkout_of(grid.data_bin)) if c]
@@ -690,7 +691,7 @@ def publish(grid: Grid, directory: Path) -> Path:
             if source.is_file():
                 copy(source, target / relative / name)
     if grid.data_bin.is_dir():  # the label's setup, for the runs restored from here (restore_published)
-        (target / "grid.json").write_text(json.dumps(label_record(grid), indent=1) + "\n", encoding="utf-8")
+        (target / "grid.json").write_text(json.dumps(mine, indent=1) + "\n", encoding="utf-8")
     return target
 
 
@@ -700,7 +701,7 @@ def restore_published(grid: Grid, directory: Path) -> List[RunSpec]:
     import shutil
 
     source_root = Path(directory) / grid.label
-    check_setup(grid, source_root / "grid.json", f"--publish {source_root}")
+    check_setup(grid, label_record(grid), source_root / "grid.json", f"--publish {source_root}")
     restored = []
     for scores in sorted(source_root.glob(f"*/*/seed*/{EVAL_DIR}/scores.json")):
         run_dir = scores.parent.parent
@@ -843,11 +844,12 @@ def setup_differences(theirs: Dict[str, Any], mine: Dict[str, Any], prefix: str 
     return differ
 
 
-def check_setup(grid: Grid, record: Path, what: str) -> bool:
-    """Refuse ``record`` (a grid.json) if it is another setup's than ``grid``'s; False when there is none."""
+def check_setup(grid: Grid, mine: Dict[str, Any], record: Path, what: str) -> bool:
+    """Refuse ``record`` (a grid.json) if it records another setup than ``mine`` (``grid``'s label record);
+    False when there is none."""
     if not record.is_file():
         return False
-    theirs, mine = json.loads(record.read_text(encoding="utf-8")), label_record(grid)
+    theirs, mine = json.loads(record.read_text(encoding="utf-8")), dict(mine)
     if not grid.data_bin.is_dir():  # a fresh checkout before data-prep: the data cannot be compared yet
         theirs.pop("data", None), mine.pop("data", None)
     differ = setup_differences(theirs, mine)
@@ -860,12 +862,12 @@ def check_setup(grid: Grid, record: Path, what: str) -> bool:
 def claim_label(grid: Grid, write: bool = True) -> None:
     """Record the recipe and data of WORK/LABEL on first use; refuse another recipe or data-bin there, so that
     every run of one table shares them."""
-    record = grid.root / "grid.json"
-    if check_setup(grid, record, f"--work {grid.root}"):
+    record, mine = grid.root / "grid.json", label_record(grid)
+    if check_setup(grid, mine, record, f"--work {grid.root}"):
         return
     if write:
         grid.root.mkdir(parents=True, exist_ok=True)
-        record.write_text(json.dumps(label_record(grid), indent=1) + "\n", encoding="utf-8")
+        record.write_text(json.dumps(mine, indent=1) + "\n", encoding="utf-8")
 
 
 def data_bin_detok_ref(data_bin: Path) -> Optional[str]:
