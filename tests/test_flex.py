@@ -239,6 +239,37 @@ def test_band_masks_are_cached_per_length_bucket():
     assert first.shape[-2:] == (300, 300)
 
 
+def test_cropped_band_mask_is_declared_at_the_call_length(monkeypatch):
+    """torch 2.11's ``BlockMask._adjust`` cropped the block tables but kept the bucket's lengths, and
+    flex_attention refused the mask for the shorter call (seen on CUDA). Simulated here: the cache's crop
+    must still declare the call's length, keep the band's blocks, and run."""
+    from torch.nn.attention.flex_attention import BlockMask, create_block_mask, flex_attention
+
+    adjust = BlockMask._adjust
+
+    def adjust_keeping_lengths(self, new_q_len, new_kv_len):  # torch 2.11: lengths from the block tables
+        new = adjust(self, new_q_len, new_kv_len)
+        return BlockMask.from_kv_blocks(new.kv_num_blocks, new.kv_indices, new.full_kv_num_blocks,
+                                        new.full_kv_indices, BLOCK_SIZE=new.BLOCK_SIZE, mask_mod=new.mask_mod)
+
+    monkeypatch.setattr(BlockMask, "_adjust", adjust_keeping_lengths)
+    band = Band(5, 5)
+    mask = BlockMaskCache().get(band, 300, torch.device("cpu"))
+    assert mask.shape[-2:] == (300, 300)
+    exact = create_block_mask(backends._band_mask_mod(band), None, None, 300, 300, device="cpu", BLOCK_SIZE=FLEX_BLOCK)
+    assert torch.equal(mask.to_dense(), exact.to_dense())
+    q, k, v = torch.randn(3, 1, 2, 300, 16).unbind(0)
+    torch.testing.assert_close(flex_attention(q, k, v, block_mask=mask), flex_attention(q, k, v, block_mask=exact))
+
+
+def test_compiled_flex_specialises_floats():
+    """The compiled kernel's dynamo settings: floats are constants (a symbolic softmax scale or captured floor
+    broke the kernel's fake-tensor pass on CUDA with torch 2.11) and a recompilation per score_mod is allowed."""
+    config = backends.flex_compile_config()
+    assert config["specialize_float"] is True
+    assert max(v for k, v in config.items() if k != "specialize_float") >= backends.FLEX_RECOMPILE_LIMIT
+
+
 def test_flex_model_equals_reference():
     """A whole model (encoder, decoder, cross attention, MAN layers) with every block on Flex equals the reference."""
     from test_half_precision import sentence, small_model

@@ -102,8 +102,10 @@ def test_gpu_suite_cpu_smoke(tmp_path):
                    "--updates", "12", "--rounds", "1", "--parallel", "1"])
     report = json.loads((out / "gpu_suite.json").read_text())
     assert status == 0, report
-    run = report["train"]["transformer_diffwin_cross fp32"]
-    assert run["last_loss"] < run["first_loss"] and run["updates"] == 12
+    for dtype in ("fp32", "bf16"):  # bf16 through the suite's fairseq-train, which must not turn it into --tpu
+        run = report["train"][f"transformer_diffwin_cross {dtype}"]
+        assert "error" not in run, run
+        assert run["last_loss"] < run["first_loss"] and run["updates"] == 12
     speed = {r["arch"]: r for r in report["benchmark"]["speed"]}
     assert set(speed) == {"transformer", "transformer_diffwin_cross"}
     assert speed["transformer"]["decode_ratio"]["median"] == 1.0  # the reference against itself, same rounds
@@ -133,7 +135,9 @@ def test_backend_specs_of_the_suite():
 
 FLEX_DIM, FLEX_HEADS = 64, 4
 #: compiled kernels sum in another order than cuBLAS: max |difference| relative to the reference's largest value
-FLEX_CUDA_TOLERANCE = {"output": 1e-4, "gradient": 1e-3}
+FLEX_CUDA_TOLERANCE = {"output": 1e-4, "gradient": 1e-3,
+                       # a parameter's gradient below this share of the block's largest one is rounding noise
+                       "noise": 1e-4}
 
 
 def flex_model(arch: str, backend: str):
@@ -174,8 +178,16 @@ def test_cuda_flex_forward_backward_equals_reference(methods, kind, choices):  #
     torch.testing.assert_close(out, ref_out, atol=FLEX_CUDA_TOLERANCE["output"] * scale, rtol=0)
     torch.testing.assert_close(q_grad, ref_q, atol=FLEX_CUDA_TOLERANCE["gradient"] * ref_q.abs().max().item(), rtol=0)
     assert set(grads) == set(ref_grads), f"parameters with a gradient differ: {set(grads) ^ set(ref_grads)}"
+    largest = max(ref.abs().max().item() for ref in ref_grads.values())
     for name, ref in ref_grads.items():
         assert torch.isfinite(grads[name]).all(), name
+        noise = FLEX_CUDA_TOLERANCE["noise"] * largest
+        if ref.abs().max().item() <= noise:
+            # zero in exact arithmetic, such as the key projection's bias (q . b_k is the same for every key of
+            # a query, and softmax ignores it): both paths hold rounding noise, which no relative tolerance
+            # compares (seen: 1e-9 against 1e-6 on an H200); Flex's must stay noise too
+            assert grads[name].abs().max().item() <= noise, f"gradient of {name}: not ~0 as the reference's"
+            continue
         torch.testing.assert_close(grads[name], ref, atol=FLEX_CUDA_TOLERANCE["gradient"] * max(ref.abs().max().item(), 1e-6),
                                    rtol=0, msg=lambda m: f"gradient of {name}: {m}")
     learned = [name for name, param in block.locality.named_parameters() if param.requires_grad]

@@ -31,6 +31,8 @@ BACKENDS = ("auto", "eager", "sdpa", "flex")
 BACKEND_PREFIX = "locality_attention"
 #: FlexAttention's block size (queries x keys): block masks are built at lengths rounded up to it
 FLEX_BLOCK = 128
+#: recompilations allowed for the one compiled flex_attention: one per score_mod and placement of a model
+FLEX_RECOMPILE_LIMIT = 64
 
 
 @dataclass(frozen=True)
@@ -143,10 +145,35 @@ def flex_kernel(device: torch.device) -> Callable:
     if device.type != "cuda":
         return flex_attention
     if "cuda" not in _COMPILED:
-        # dynamic from the first call: training batches change length at every step, and every recompilation
-        # counts towards dynamo's limit per function, which all blocks of a model share
-        _COMPILED["cuda"] = torch.compile(flex_attention, dynamic=True)
+        # dynamic from the first call: training batches change length at every step
+        compiled = torch.compile(flex_attention, dynamic=True)
+        config = flex_compile_config()
+
+        def kernel(*args, **kwargs):
+            with torch._dynamo.config.patch(**config):
+                return compiled(*args, **kwargs)
+
+        _COMPILED["cuda"] = kernel
     return _COMPILED["cuda"]
+
+
+def flex_compile_config() -> Dict[str, Any]:
+    """dynamo settings for the compiled ``flex_attention`` (measured on an H200 with torch 2.11, docs/gpu.md).
+
+    * ``specialize_float``: the softmax scale and the floats the score_mods capture (floors, fixed widths) are
+      constants of a model. Left symbolic, dynamo wraps them as 0-dim float64 tensors, and the kernel's fake
+      tensor pass then fails ("Pending unbacked symbols ... not in returned outputs"), after which dynamo traces
+      into flex's autograd function and stops with "all unwrapped values must be FakeTensor".
+    * ``recompile_limit``: every distinct score_mod (one per method and placement) is a recompilation of this
+      one function; past dynamo's default of 8 it would run flex eagerly, which on CUDA is the dense reference
+      implementation (and at 1,024 tokens ran out of its index range).
+    """
+    import torch._dynamo.config as dynamo
+
+    config: Dict[str, Any] = {"specialize_float": True}
+    limit = "recompile_limit" if hasattr(dynamo, "recompile_limit") else "cache_size_limit"
+    config[limit] = max(getattr(dynamo, limit), FLEX_RECOMPILE_LIMIT)
+    return config
 
 
 def _band_mask_mod(band: Band, offset: int = 0):
@@ -207,8 +234,23 @@ class BlockMaskCache:
                                      BLOCK_SIZE=FLEX_BLOCK)
             self._remember(self._buckets, bucket_key, mask)
         if bucket != length:
-            mask = mask._adjust(length, length)
+            mask = crop_block_mask(mask, length)
         return self._remember(self._cropped, key, mask)
+
+
+def crop_block_mask(mask, length: int):
+    """The upper-left ``length`` x ``length`` corner of a block mask, declared as that length.
+
+    ``BlockMask._adjust`` crops the block tables, but before torch 2.13 it kept the original lengths, which
+    ``flex_attention`` then refuses for a shorter call ("block_mask was created for ... but got q_len=...";
+    seen with torch 2.11 on CUDA). Rebuilding from the cropped tables with explicit lengths works on both.
+    """
+    from torch.nn.attention.flex_attention import BlockMask
+
+    cropped = mask._adjust(length, length)
+    return BlockMask.from_kv_blocks(cropped.kv_num_blocks, cropped.kv_indices, cropped.full_kv_num_blocks,
+                                    cropped.full_kv_indices, BLOCK_SIZE=cropped.BLOCK_SIZE,
+                                    mask_mod=cropped.mask_mod, seq_lengths=(length, length))
 
 
 BLOCK_MASKS = BlockMaskCache()

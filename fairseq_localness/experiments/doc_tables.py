@@ -28,6 +28,7 @@ import csv
 import json
 import os
 import sys
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
@@ -394,6 +395,60 @@ def dman_slow_table(runs, also):
                     rows)
 
 
+# ---------------------------------------------------------------------------------------------------- GPU
+
+
+def _some(params: List[str], shown: int = 8) -> str:
+    listed = ", ".join(f"`{p}`" for p in params[:shown])
+    return listed + (f" and {len(params) - shown} more" if len(params) > shown else "")
+
+
+def gpu_tests_table(runs, also):
+    """Per test function: how many cases passed, failed or did not finish, and which did not pass."""
+    by_test: Dict[str, Dict[str, List[str]]] = {}
+    for r in records(runs):
+        by_test.setdefault(r["test"].split("::")[-1], {}).setdefault(r["outcome"], []).append(r["params"] or "(one case)")
+    rows = []
+    for test, outcomes in sorted(by_test.items()):
+        others = "; ".join(f"{outcome}: " + _some(sorted(params))
+                           for outcome, params in sorted(outcomes.items()) if outcome != "passed")
+        rows.append([f"`{test}`", len(outcomes.get("passed", [])), len(outcomes.get("failed", [])),
+                     len(outcomes.get("not finished", [])), others])
+    total = Counter(r["outcome"] for r in records(runs))
+    rows.append(["**all**", total["passed"], total["failed"], total["not finished"], ""])
+    return markdown(("test", "passed", "failed", "not finished", "cases that did not pass"), rows)
+
+
+def gpu_train_table(runs, also):
+    """The suite's short trainings: loss from first to last logged value and fp16 overflows, or the error."""
+    runs_by_arch: Dict[str, Dict[str, Dict]] = {}
+    for r in records(runs):
+        runs_by_arch.setdefault(r["arch"], {})[r["dtype"]] = r
+
+    def cell(r: Optional[Dict]) -> str:
+        if r is None:
+            return "not run"
+        if "error" in r:
+            return f"failed: `{r['error'][:90]}`"
+        return f"{r['first_loss']:.2f} -> {r['last_loss']:.2f} ({r['updates']} updates, {r['overflows']} overflows)"
+
+    return markdown(("architecture", "fp16", "bf16"),
+                    [[f"`{arch}`", cell(d.get("fp16")), cell(d.get("bf16"))] for arch, d in sorted(runs_by_arch.items())])
+
+
+def gpu_curve_table(runs, also):
+    """Validation loss per epoch on the GPU (fp16) beside the CPU run of the same recipe and seed (fp32)."""
+    cpu = {}
+    with open(RESULTS / "compare" / "multi30k_de_en" / "curves.csv", newline="") as f:
+        for row in csv.DictReader(f):
+            if (row["arch"], row["norm"], row["seed"]) == ("transformer", "pre", "1"):
+                cpu[int(row["epoch"])] = float(row["valid_loss"])
+    rows = [[r["epoch"], r["updates"], f"{r['valid_loss']:.3f}", f"{cpu[r['epoch']]:.3f}" if r["epoch"] in cpu else "-"]
+            for r in records(runs)]
+    table = markdown(("epoch", "updates (GPU)", "validation loss, H200 fp16", "validation loss, CPU fp32"), rows)
+    return table + f"\n\nMedian training speed on the GPU: {runs[0]['train_wps_median']:,.0f} target words/s."
+
+
 # ---------------------------------------------------------------------------------------------------- testing
 
 
@@ -568,6 +623,11 @@ TABLES: Tuple[DocTable, ...] = (
     DocTable("probing/multi30k-encoders", "docs/probing.md", ("probing/multi30k-encoders.json",), probing_encoders_table),
     DocTable("dman/norm-placement", "docs/dman.md", ("dman/norm-placement.json",), dman_norm_table),
     DocTable("dman/slow-test", "docs/dman.md", ("dman/slow-test.json",), dman_slow_table),
+    DocTable("gpu/h200-tests-first-run", "docs/gpu.md", ("gpu/h200-tests-first-run.json",), gpu_tests_table),
+    DocTable("gpu/h200-tests-flex", "docs/gpu.md", ("gpu/h200-tests-flex.json",), gpu_tests_table),
+    DocTable("gpu/h200-train-first-run", "docs/gpu.md", ("gpu/h200-train-first-run.json",), gpu_train_table),
+    DocTable("gpu/h200-compare-transformer-fp16", "docs/gpu.md", ("gpu/h200-compare-transformer-fp16.json",),
+             gpu_curve_table),
     DocTable("testing/slow-suite-bleu", "docs/testing.md", ("testing/slow-suite-bleu.json",), slow_suite_table),
     DocTable("testing/mutation-score", "docs/testing.md", ("testing/mutation-score.json",), mutation_table),
     DocTable("measurements/parameters-and-speed", "docs/measurements.md", (), parameters_and_speed_table,

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The GPU checks in one time-boxed pass, for a GPU lent for minutes rather than hours (see docs/gpu.md).
+#
+#   scripts/gpu_timeboxed.sh            # about 8.5 minutes; results in $OUT (else runs/gpu-timeboxed)
+#
+# Phase A runs the correctness checks side by side on the one GPU, each under its own time limit:
+#   the CUDA tests (tests/test_gpu.py, tests/test_flex.py) in 8 pytest-xdist workers; the suite's `train` stage
+#   (every family, --fp16 and --bf16); and the comparison command with --gpus 1 --fp16 on Multi30k
+#   (Transformer and DMAN, seed 1; needs runs/data/multi30k_de_en from data-prep/prepare-multi30k.sh).
+# Phase B then times the attention backends alone on the GPU, at base size, fp16, 1,024 tokens, in the
+#   benchmark's interleaved mode (every model in one process, ratios to fairseq's transformer per round).
+# Every log is packed into $OUT/gpu_timeboxed_logs.tar.gz after each phase, so a pass cut short keeps what
+# finished. Needs .gpu/ from `python -m fairseq_localness.gpu.suite prepare`, as scripts/gpu_suite.sh does.
+set -uo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo"
+python="${PYTHON:-python3}"
+out="${OUT:-$repo/runs/gpu-timeboxed}"
+phase_a_s="${PHASE_A_S:-240}"
+phase_b_s="${PHASE_B_S:-110}"
+work="$(mktemp -d /tmp/gpu-timeboxed.XXXXXX)"
+mkdir -p "$out"
+start=$(date +%s)
+mark() { echo "[$(( $(date +%s) - start )) s] $*" | tee -a "$work/timeline.txt"; }
+pack() { tar -czf "$out/gpu_timeboxed_logs.tar.gz" -C "$work" . 2>/dev/null; }
+
+wheels="$repo/.gpu/wheels"
+[ -d "$wheels" ] || { echo "gpu_timeboxed.sh: $wheels is missing: run 'python -m fairseq_localness.gpu.suite prepare' and carry .gpu" >&2; exit 2; }
+site=/tmp/site
+if ! PYTHONPATH="$site" "$python" -c "import fairseq, hydra, omegaconf, antlr4" 2>/dev/null; then
+    "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$site" "$wheels"/*.whl || exit 3
+    "$python" -m pip install -q --no-index --no-deps --no-build-isolation --no-cache-dir --target "$site" \
+        "$wheels"/antlr4-python3-runtime-*.tar.gz || exit 3
+fi
+export PYTHONPATH="$site:$repo${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore PYTHON="$python"
+{ date -u; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+  "$python" -c "import torch, fairseq; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name(), 'fairseq', fairseq.__version__)"
+} > "$work/machine.txt" 2>&1
+cat "$work/machine.txt"
+mark "installed"
+
+# ---- phase A: correctness, side by side -------------------------------------------------------------------------
+xdist=()
+"$python" -c "import xdist" 2>/dev/null && xdist=(-n 8)
+( timeout -k 10 "$phase_a_s" "$python" -m pytest -v -p no:cacheprovider "${xdist[@]}" tests/test_gpu.py tests/test_flex.py \
+      -k "not cpu_smoke" > "$work/tests.log" 2>&1; mark "tests exit $?" ) &
+( OMP_NUM_THREADS=1 timeout -k 10 "$phase_a_s" "$python" -m fairseq_localness.gpu.suite run --out "$work/train" \
+      --stages train --updates 300 --parallel 10 > "$work/train.log" 2>&1; mark "train exit $?" ) &
+if [ -d runs/data/multi30k_de_en/data-bin ]; then
+    ( OMP_NUM_THREADS=1 timeout -k 10 "$phase_a_s" "$python" -m fairseq_localness.experiments.compare multi30k_de_en \
+          --archs transformer,transformer_dman --seeds 1 --gpus 1 --fp16 --jobs 2 --work "$work/compare" \
+          > "$work/compare.log" 2>&1; mark "compare exit $?" ) &
+fi
+wait
+pack
+mark "phase A done"
+
+# ---- phase B: attention backends, timed alone ------------------------------------------------------------------
+bench() {  # NAME ARCHS: interleaved rounds at 1,024 tokens, fp16, no decoding (steps decode through sdpa anyway)
+    timeout -k 10 "$phase_b_s" "$python" scripts/benchmark.py --archs "$2" --seq-lens 1024 --dtype fp16 --device cuda \
+        --interleaved 10 --warmup 2 --no-decode --json "$work/backends_$1.json" > "$work/backends_$1.log" 2>&1
+    mark "backends $1 exit $?"
+    pack
+}
+f=locality_attention_backend
+bench core "transformer_csan1d@$f=flex,transformer_csan1d@$f=sdpa,transformer_gaussian_local@$f=flex,transformer_gaussian_local@$f=sdpa,transformer_dman@$f=flex,transformer_dman@$f=sdpa"
+bench biases "transformer_alibi@$f=flex,transformer_t5bias@$f=flex,transformer_kerple@$f=flex,transformer_fire@$f=flex,transformer_sman@$f=flex,transformer_hybrid_local@$f=flex"
+
+# ---- summary ---------------------------------------------------------------------------------------------------
+echo "== timeline"; cat "$work/timeline.txt"
+echo "== tests"; grep -E "(FAILED|ERROR) " "$work/tests.log" | head -40; tail -3 "$work/tests.log"
+echo "== train"; grep -h -E "loss=" "$work"/train/train_*.log 2>/dev/null | wc -l; tail -5 "$work/train.log"
+cat "$work/train/gpu_suite.md" 2>/dev/null | sed -n '/## Training/,$p'
+echo "== compare"; tail -25 "$work/compare.log"
+for name in core biases; do echo "== backends $name"; tail -25 "$work/backends_$name.log"; done
+pack

@@ -1,0 +1,86 @@
+"""The GPU run's result files: pytest outcomes (also of a run cut short) and the train stage's causes of failure."""
+
+import json
+
+from fairseq_localness.gpu.record import error_cause, main, pytest_outcomes, outcome_records, train_records
+
+XDIST_LOG = """\
+tests/test_gpu.py::test_a[x-encoder] 
+tests/test_gpu.py::test_a[y-decoder] 
+[gw1] [ 10%] PASSED tests/test_gpu.py::test_a[x-encoder] 
+tests/test_flex.py::test_b 
+[gw0] [ 20%] FAILED tests/test_gpu.py::test_a[y-decoder] 
+[gw0] [ 30%] PASSED tests/test_flex.py::test_b 
+tests/test_gpu.py::test_c[transformer_rope] 
+"""
+
+PLAIN_LOG = """\
+tests/test_flex.py::test_b PASSED                                         [ 50%]
+tests/test_flex.py::test_d SKIPPED (needs a CUDA GPU)                     [100%]
+"""
+
+
+def test_outcomes_of_an_xdist_run_cut_short():
+    assert pytest_outcomes(XDIST_LOG) == {
+        "tests/test_gpu.py::test_a[x-encoder]": "passed",
+        "tests/test_gpu.py::test_a[y-decoder]": "failed",
+        "tests/test_flex.py::test_b": "passed",
+        "tests/test_gpu.py::test_c[transformer_rope]": "not finished",  # started, never reported
+    }
+
+
+def test_outcomes_of_a_plain_run():
+    assert pytest_outcomes(PLAIN_LOG) == {"tests/test_flex.py::test_b": "passed", "tests/test_flex.py::test_d": "skipped"}
+
+
+def test_a_later_log_replaces_an_outcome_but_not_with_not_finished(tmp_path):
+    first, second = tmp_path / "1.log", tmp_path / "2.log"
+    first.write_text(XDIST_LOG)
+    second.write_text("[gw0] [ 1%] PASSED tests/test_gpu.py::test_a[y-decoder] \ntests/test_flex.py::test_b \n")
+    records = {(r["test"], r["params"]): r["outcome"] for r in outcome_records([first, second])}
+    assert records[("tests/test_gpu.py::test_a", "y-decoder")] == "passed"
+    assert records[("tests/test_flex.py::test_b", "")] == "passed"
+
+
+def test_error_cause_is_the_last_exception_line():
+    log = ("Traceback (most recent call last):\n  File \"x.py\", line 3, in f\n    return g()\n           ^^^\n"
+           "ValueError: first\n\nDuring handling...\n  File \"y.py\"\nAttributeError: 'NoneType' object has no "
+           "attribute 'xla_device'\n")
+    assert error_cause(log) == "AttributeError: 'NoneType' object has no attribute 'xla_device'"
+    assert error_cause("no exception here\nlast line") == "last line"
+
+
+def test_train_records_read_the_cause_from_the_run_log(tmp_path):
+    (tmp_path / "train_t_iwslt_de_en_bf16.log").write_text("cmd\n\nTraceback\nAttributeError: no xla\n")
+    (tmp_path / "gpu_suite.json").write_text(json.dumps({"train": {
+        "t_iwslt_de_en fp16": {"first_loss": 10.5, "last_loss": 6.5, "updates": 300, "overflows": 2},
+        "t_iwslt_de_en bf16": {"error": "python -m ... failed (1); see LOG:\n(cut)"}}}))
+    assert train_records(tmp_path / "gpu_suite.json") == [
+        {"arch": "t_iwslt_de_en", "dtype": "fp16", "first_loss": 10.5, "last_loss": 6.5, "updates": 300, "overflows": 2},
+        {"arch": "t_iwslt_de_en", "dtype": "bf16", "error": "AttributeError: no xla"}]
+
+
+def test_the_result_file_has_the_docs_fields(tmp_path):
+    log = tmp_path / "tests.log"
+    log.write_text(XDIST_LOG)
+    out = tmp_path / "gpu" / "run.json"
+    assert main(["tests", str(log), "--out", str(out), "--machine", "GPU X", "--torch", "2.11", "--command", "pytest -v",
+                 "--date", "2026-11-26"]) == 0
+    run = json.loads(out.read_text())
+    assert {k: run[k] for k in ("date", "machine", "torch", "command")} == {
+        "date": "2026-11-26", "machine": "GPU X", "torch": "2.11", "command": "pytest -v"}
+    assert len(run["records"]) == 4 and run["source"]
+
+
+def test_curve_of_a_training_log(tmp_path):
+    log = tmp_path / "hydra_train.log"
+    log.write_text(
+        "[t][train_inner][INFO] - epoch 001:     25 / 126 loss=9.1, wps=60000.5, ups=18, num_updates=25\n"
+        "[t][train_inner][INFO] - epoch 001:     50 / 126 loss=8.1, wps=90000.0, ups=27, num_updates=50\n"
+        "[t][train_inner][INFO] - epoch 001:     75 / 126 loss=7.9, wps=70000.0, ups=20, num_updates=75\n"
+        "[t][valid][INFO] - epoch 001 | valid on 'valid' subset | loss 8.139 | nll_loss 7.3 | num_updates 124\n"
+        "[t][valid][INFO] - epoch 002 | valid on 'valid' subset | loss 6.918 | nll_loss 5.9 | num_updates 250 | best_loss 6.918\n")
+    from fairseq_localness.gpu.record import curve_records
+    assert curve_records(log) == {"records": [{"epoch": 1, "updates": 124, "valid_loss": 8.139},
+                                              {"epoch": 2, "updates": 250, "valid_loss": 6.918}],
+                                  "train_wps_median": 70000.0}
