@@ -12,6 +12,7 @@ their own kernels), never from Flex. The CUDA half (compiled kernels, gradients,
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 from typing import Dict, List, Sequence, Tuple
 
@@ -313,6 +314,8 @@ def facts(**kw) -> CallFacts:
     (dict(capture=True), ("sdpa", "analysis capture")),
     (dict(flex_missing=True), ("sdpa", "no FlexAttention")),
     (dict(own_kernel="csan1d's own kernel"), ("sdpa", "csan1d's own kernel")),
+    (dict(backward_unverified="relpos: gradients differed"), ("sdpa", "relpos: gradients differed")),
+    (dict(requested="flex", backward_unverified="relpos: gradients differed"), ("flex", "requested")),
 ])
 def test_choice_rules(given, expected):
     backend, reason = choose_backend(facts(**given))
@@ -477,3 +480,27 @@ def test_every_method_declares_its_fusion():
     assert {name for name, reason in unfusable.items() if reason} == {
         "csan2d", "diffwin_enc", "diffwin_cross", "diffwin_dec", "localhard", "relpos"}  # at their paper defaults
 
+
+
+def test_auto_trains_a_method_with_an_unverified_flex_backward_on_sdpa(monkeypatch):
+    """Shaw's key term through Flex matched in the forward but not in the gradients on a GPU (docs/gpu.md): the
+    block tells the rules so whenever a call needs gradients, and only then; other methods never say so."""
+    seen = []
+
+    def record(facts):
+        seen.append(facts)
+        return backends.choose_backend(facts)
+
+    monkeypatch.setattr(core, "choose_backend", record)
+    relpos = attention_block([("relpos", {"values": False})], ENC, backend="auto").train()
+    call_block(relpos, ENC)
+    assert seen[-1].backward_unverified and seen[-1].backward_unverified.startswith("relpos: ")
+    with torch.no_grad():
+        call_block(relpos, ENC)
+    assert seen[-1].backward_unverified is None
+    gaussian = attention_block([("gaussian", {})], ENC, backend="auto").train()
+    call_block(gaussian, ENC)
+    assert seen[-1].backward_unverified is None
+    on_cuda = dataclasses.replace(seen[-1], device="cuda", grad_on_cpu=False,
+                                  backward_unverified="relpos: its Flex gradients differed")
+    assert backends.choose_backend(on_cuda) == ("sdpa", "relpos: its Flex gradients differed")

@@ -252,6 +252,15 @@ class LocalityMethod(nn.Module):
         """
         return None
 
+    def flex_backward_unverified(self) -> Optional[str]:
+        """Why ``auto`` should not train this method through Flex yet, or None (the default).
+
+        For a Flex form whose forward matches the reference but whose gradients did not on a GPU
+        (docs/gpu.md): under ``--locality-attention-backend auto`` calls that need gradients take
+        ``sdpa``; inference, and an explicit ``flex``, still run Flex.
+        """
+        return None
+
     def flex_unfusable(self) -> Optional[str]:
         """Why this method (with its options) cannot run inside FlexAttention, or None when it can.
 

@@ -75,6 +75,10 @@ class RelativePositions(LocalityMethod):
             return "Shaw's value term (Eq. 3) sums a^V_ij weighted by the probabilities, which FlexAttention never returns"
         return None
 
+    def flex_backward_unverified(self) -> Optional[str]:
+        # measured: NVIDIA H200, torch 2.11 (docs/gpu.md); the forward matched, the gradients did not
+        return "its Flex gradients differed from the reference on a GPU (docs/gpu.md)"
+
     def flex_terms(self, ctx) -> FlexTerms:
         """The key term of Eq. 4, q_i a^K_ij / sqrt(d), per score from the (B, H, T, 2k+1) bucket scores."""
         scores = torch.matmul(ctx.q * ctx.scaling, self.key_embeddings.t())  # (B, H, T, 2k+1)
