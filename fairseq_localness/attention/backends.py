@@ -81,8 +81,8 @@ def choose_backend(facts: CallFacts) -> Tuple[str, str]:
     Flex serves inference and training on CUDA, inference on the CPU. It is not used where it cannot run the
     call as the reference does: probabilities asked for, a method without a Flex form, attention dropout (Flex
     has none), gradients on the CPU, an attention mask other than the causal one, analysis capture; nor, under
-    ``auto``, for gradients through a method whose Flex backward is unverified; nor in incremental decoding (one query per step, where Flex's block machinery has nothing to skip; to be decided
-    by measurement on a GPU).
+    ``auto``, for gradients through a method whose Flex backward is unverified; nor in incremental decoding (one
+    query per step, where Flex's block machinery has nothing to skip; to be decided by measurement on a GPU).
     """
     if facts.requested not in BACKENDS:
         raise ValueError(f"--locality-attention-backend: {facts.requested!r} is not one of {', '.join(BACKENDS)}")
@@ -168,8 +168,8 @@ def flex_compile_config() -> Dict[str, Any]:
       tensor pass then fails ("Pending unbacked symbols ... not in returned outputs"), after which dynamo traces
       into flex's autograd function and stops with "all unwrapped values must be FakeTensor".
     * ``recompile_limit``: every distinct score_mod (one per method and placement) is a recompilation of this
-      one function; past dynamo's default of 8 it would run flex eagerly, which on CUDA is the dense reference
-      implementation (and at 1,024 tokens ran out of its index range).
+      one function; past dynamo's default of 8 it runs flex eagerly, which on CUDA is the dense reference
+      implementation (the first GPU run reached that path, and DMAN at 1,024 tokens ran out of its index range).
     """
     import torch._dynamo.config as dynamo
 
