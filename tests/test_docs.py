@@ -90,13 +90,37 @@ def test_readme_results_match_their_files():
     assert section, "README.md needs the <!-- compare-results --> section"
     assert section.group(1) == compare_readme.render(), \
         "README.md's results differ from docs/results/compare/: run python -m fairseq_localness.experiments.compare_readme"
-    for label, _ in compare_readme.CORPORA:
+    for label, *_ in compare_readme.CORPORA:
         table = compare_readme.RESULTS / label / "table.md"
         if table.is_file():  # each published table is the table.json beside it, as the command writes both
             import json
 
             rows = json.loads((table.parent / "table.json").read_text())["rows"]
             assert all(f"| `{row['arch']}` | {row['norm']} | {len(row['seeds'])} |" in table.read_text() for row in rows)
+
+
+def test_readme_results_table_by_hand(tmp_path):
+    """One row per (architecture, norm) across corpora; a corpus that lacks a row shows '-'; the baseline,
+    a significant difference and a seed sd as the cells say."""
+    import json
+
+    from fairseq_localness.experiments import compare_readme
+
+    def row(arch, bleu, sd=None, delta=None, mark=""):
+        significance = {"sacrebleu": {"delta": delta, "mark": mark}} if delta is not None else {}
+        return {"arch": arch, "norm": "pre", "seeds": [1, 2], "sacrebleu": bleu, "sacrebleu_sd": sd,
+                "params": 2_400_000, "train_speed_ratio": 0.9, "significance": significance}
+
+    for label, rows in (("multi30k_de_en", [row("transformer", 40.6, 0.1), row("transformer_dman", 41.94, 0.2, 1.34, "⇑")]),
+                        ("kftt_ja_en", [row("transformer", 20.0)])):
+        (tmp_path / label).mkdir()
+        (tmp_path / label / "table.json").write_text(json.dumps({"caption": f"{label}: 2 runs", "baseline": "transformer",
+                                                                 "rows": rows}))
+    text = compare_readme.render(tmp_path, tmp_path.parent)
+    assert "* **Multi30k de→en (test2016)**: multi30k_de_en: 2 runs; [full table](" in text
+    assert "| architecture | norm | Multi30k de→en | KFTT ja→en | parameters (Multi30k de→en) |" in text
+    assert "| `transformer` | pre | 40.60 ± 0.10 (baseline) | 20.00 (baseline) | 2.40M | 0.90 |" in text
+    assert "| `transformer_dman` | pre | 41.94 ± 0.20 (+1.34 ⇑) | - | 2.40M | 0.90 |" in text
 
 
 # ---------------------------------------------------------------------------------------------------- links

@@ -2,18 +2,22 @@
 
     python -m fairseq_localness.experiments.compare_readme [--check]
 
-Writes the text between ``<!-- compare-results -->`` and ``<!-- /compare-results -->`` in README.md: for each
-published corpus, its table as ``fairseq-localness-compare`` wrote it (caption with date, machine and command;
-the recipe and the test under it) and links to its figure and learning curves. ``--check`` writes nothing and
-exits 1 when the README differs from the files (``tests/test_docs.py`` runs it).
+Writes the text between ``<!-- compare-results -->`` and ``<!-- /compare-results -->`` in README.md: one line
+per published corpus (its caption with date, machine and command, and links to its full table, figure, learning
+curves, runs and BLEU by length), then one compact table with a row per (architecture, norm placement) and a
+column per corpus (BLEU, and the difference from the baseline with its significance mark), read from each
+corpus's ``table.json``. The full tables (every metric, the recipe, the test) stay in docs/results/compare/, so
+the README stays short while the grid grows. ``--check`` writes nothing and exits 1 when the README differs from
+the files (``tests/test_docs.py`` runs it).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..paths import REPO
 from .doc_tables import replace_block
@@ -21,34 +25,72 @@ from .doc_tables import replace_block
 RESULTS = REPO / "docs" / "results" / "compare"
 README = REPO / "README.md"
 BEGIN, END = "<!-- compare-results -->", "<!-- /compare-results -->"
-#: the published corpora, in the README's order
-CORPORA = (("multi30k_de_en", "Multi30k de→en (test2016)"), ("kftt_ja_en", "KFTT ja→en (dev)"),
-           ("tatoeba_zh_en", "Tatoeba zh→en (fixed split)"),
-           ("europarl_len_de_en", "Train short, test long: Europarl de→en, trained on sentences of at most 20 words"))
-#: corpora whose BLEU-by-length table is the point of the experiment, shown in the README (others: linked)
-BUCKETS_SHOWN = {"europarl_len_de_en"}
+#: the published corpora, in the README's order: (label, title, short column name)
+CORPORA = (("multi30k_de_en", "Multi30k de→en (test2016)", "Multi30k de→en"),
+           ("kftt_ja_en", "KFTT ja→en (dev)", "KFTT ja→en"),
+           ("tatoeba_zh_en", "Tatoeba zh→en (fixed split)", "Tatoeba zh→en"),
+           ("europarl_len_de_en", "Train short, test long: Europarl de→en, trained on sentences of at most 20 words",
+            "Europarl, train ≤ 20 words"))
+
+
+def cell(row: Dict, baseline: str) -> str:
+    """BLEU (mean ± sd over seeds) and, against the baseline, the difference with its significance mark."""
+    metric = "sacrebleu" if row.get("sacrebleu") is not None else "tokenized_bleu"
+    if row.get(metric) is None:
+        return "-"
+    text = f"{row[metric]:.2f}" + (f" ± {row[metric + '_sd']:.2f}" if row.get(metric + "_sd") is not None else "")
+    significance = (row.get("significance") or {}).get(metric)
+    if significance:
+        mark = f" {significance['mark']}" if significance.get("mark") else ""
+        return f"{text} ({significance['delta']:+.2f}{mark})"
+    return f"{text} (baseline)" if row["arch"] == baseline else text
 
 
 def render(results: Path = RESULTS, base: Path = REPO) -> str:
-    """The section's text from the table.md files under ``results`` (links relative to ``base``)."""
-    parts = []
-    for label, title in CORPORA:
-        table = results / label / "table.md"
-        if not table.is_file():
-            continue
-        rel = (results / label).relative_to(base).as_posix()
-        buckets = results / label / "buckets.md"
-        by_length = ""
-        if buckets.is_file():
-            by_length = (f"\n\n{buckets.read_text(encoding='utf-8').strip()}" if label in BUCKETS_SHOWN
-                         else f" BLEU by source length: [{rel}/buckets.md]({rel}/buckets.md).")
-        parts.append(f"#### {title}\n\n{table.read_text(encoding='utf-8').strip()}\n\n"
-                     f"Figure: [BLEU against training speed]({rel}/figure.png); "
-                     f"[validation loss per epoch of every run]({rel}/curves.png); every run: [{rel}/runs.csv]({rel}/runs.csv)."
-                     + by_length)
-    if not parts:
+    """The section's text from the table.json files under ``results`` (links relative to ``base``)."""
+    published: List[Tuple[str, str, str, Dict]] = []
+    for label, title, column in CORPORA:
+        table = results / label / "table.json"
+        if table.is_file():
+            published.append((label, title, column, json.loads(table.read_text(encoding="utf-8"))))
+    if not published:
         return "No comparison has been published yet: `bash scripts/compare-published.sh` runs the grid."
-    return "\n\n".join(parts)
+    lines = []
+    for label, title, _, table in published:
+        rel = (results / label).relative_to(base).as_posix()
+        links = [f"[full table]({rel}/table.md)", f"[figure]({rel}/figure.png)", f"[learning curves]({rel}/curves.png)",
+                 f"[every run]({rel}/runs.csv)"]
+        if (results / label / "buckets.md").is_file():
+            links.append(f"[BLEU by source length]({rel}/buckets.md)")
+        lines.append(f"* **{title}**: {table['caption']}; {', '.join(links)}.")
+    first = published[0][3]
+    order: List[Tuple[str, str]] = []
+    cells: Dict[Tuple[str, str], Dict[str, str]] = {}
+    for _, _, column, table in published:
+        for row in table["rows"]:
+            key = (row["arch"], row["norm"])
+            if key not in cells:
+                order.append(key)
+                cells[key] = {}
+            cells[key][column] = cell(row, table["baseline"])
+    extras = {(r["arch"], r["norm"]): r for r in first["rows"]}
+    name = published[0][2]
+    header = ["architecture", "norm", *(c for _, _, c, _ in published), f"parameters ({name})",
+              f"training speed ({name})"]
+    rows = []
+    for arch, norm in order:
+        extra = extras.get((arch, norm), {})
+        params = f"{extra['params'] / 1e6:.2f}M" if extra.get("params") else "-"
+        speed = f"{extra['train_speed_ratio']:.2f}" if extra.get("train_speed_ratio") is not None else "-"
+        rows.append([f"`{arch}`", norm, *(cells[(arch, norm)].get(c, "-") for _, _, c, _ in published), params, speed])
+    table_lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    table_lines += ["| " + " | ".join(row) + " |" for row in rows]
+    notes = ("Cells: sacreBLEU (tokenized BLEU where a corpus has no raw reference), mean ± sd over the seeds "
+             f"finished, and the difference from `{first['baseline']}` with the same norm placement and seeds; "
+             "⇑/⇓ p < 0.01, ↑/↓ p < 0.05 (paired bootstrap over the seed-pooled test outputs). Training speed is a "
+             "ratio to the baseline in the same grid (CPU runs share the machine: noisy). The full tables give "
+             "every metric, the seeds, the recipe and the test.")
+    return "\n".join(lines) + "\n\n" + "\n".join(table_lines) + "\n\n" + notes
 
 
 def replace_section(readme_text: str, section: str) -> str:
