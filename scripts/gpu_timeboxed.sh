@@ -20,6 +20,7 @@ phase_a_s="${PHASE_A_S:-240}"
 # each Flex model compiles before its first timed step: on an H200, 150 s beside the CUDA tests built 7 models at
 # 1,024 tokens but timed none; give more where the lease allows
 phase_b_s="${PHASE_B_S:-110}"
+# kept after the run, checkpoints included: a later command on the same machine can still read it
 work="$(mktemp -d /tmp/gpu-timeboxed.XXXXXX)"
 mkdir -p "$out"
 start=$(date +%s)

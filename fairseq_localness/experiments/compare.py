@@ -48,7 +48,7 @@ from ..provenance import checkout_of, machine_description, portable_paths
 from .launch import LaunchError, Launch, arch_configs, benchmark_values, benchmarks, model_keys, precision_overrides
 from .plans import RowPlan
 from .processes import stream
-from .runlog import stats
+from .runlog import VALID_LINE, stats, validation_points
 from .tables import Row
 
 COMPARE_FILE = CONFIG_DIR / "compare.yaml"
@@ -58,7 +58,6 @@ EVAL_DIR = "eval-test"
 _TRANSLATED = re.compile(r"Translated ([\d,]+) sentences \(([\d,]+) tokens\) in ([\d.]+)s .*?([\d.]+) tokens/s\)")
 # fairseq's "simple" log format ("| valid | epoch 001 | ...") and fairseq-hydra-train's ("[valid][INFO] - epoch 001 | ...")
 _INNER = re.compile(r"train_inner.*? epoch (\d+):.*?num_updates=(\d+)")
-_VALID = re.compile(r"valid(?:\]\[INFO\] -| \|) epoch (\d+) \| valid on 'valid' subset \| loss ([\d.]+) .*?num_updates (\d+)")
 _STOP = re.compile(r"early stop since valid performance hasn't improved for last (\d+) runs")
 # fairseq's stop at the learning-rate floor (optimization.stop_min_lr: the plateau schedule's last halving)
 _FLOOR = re.compile(r"current learning rate \(([\d.e-]+)\) is smaller than or equal to minimum learning rate "
@@ -290,7 +289,7 @@ def run_one(grid: Grid, spec: RunSpec, index: int, progress: Progress) -> Option
                     first_updates, first_time = state["first"]
                     rate = (updates - first_updates) / max(time.time() - first_time, 1e-6)
                     progress.say(f"{tag}: epoch {match.group(1)}, update {updates} ({rate:.2f} updates/s)")
-            match = _VALID.search(line)
+            match = VALID_LINE.search(line)
             if match:
                 best = re.search(r"best_loss ([\d.]+)", line)
                 progress.say(f"{tag}: epoch {match.group(1)} done, update {match.group(3)}, valid loss "
@@ -333,13 +332,11 @@ def decoding_speed(eval_dir: Path) -> Optional[float]:
 
 def training_epochs(log: Path) -> Tuple[Optional[int], Optional[float], Optional[int]]:
     """(epochs trained, best validation loss, update of the best) from a run's hydra_train.log."""
-    if not log.is_file():
-        return None, None, None
-    points = [(int(e), float(loss), int(u)) for e, loss, u in _VALID.findall(log.read_text(errors="replace"))]
+    points = validation_points(log)
     if not points:
         return None, None, None
-    best = min(points, key=lambda p: p[1])
-    return max(p[0] for p in points), best[1], best[2]
+    best = min(points, key=lambda p: p[2])
+    return max(p[0] for p in points), best[2], best[1]
 
 
 def collect_run(grid: Grid, spec: RunSpec) -> Dict[str, Any]:
@@ -729,8 +726,7 @@ def write_curves(grid: Grid, records: List[Dict[str, Any]]) -> None:
     for record in records:
         spec = RunSpec(record["arch"], record["norm"], record["seed"])
         log = grid.run_dir(spec) / "checkpoints" / "hydra_train.log"
-        points = [(int(e), int(u), float(loss)) for e, loss, u in _VALID.findall(log.read_text(errors="replace"))] \
-            if log.is_file() else []
+        points = validation_points(log)
         seen = {}
         for epoch, updates, loss in points:  # a resumed run may log an epoch twice: keep the last
             seen[epoch] = (updates, loss)

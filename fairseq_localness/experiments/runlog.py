@@ -7,11 +7,22 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 
 _PARAMS = re.compile(r"num\. (?:shared )?model params: ([\d,]+)")
 _TRAIN_EPOCH = re.compile(r"\[train\]\[INFO\] - epoch \d+ \|.*?\| wps ([\d.]+) \|.*?\| num_updates (\d+)")
+
+
+#: fairseq's validation line, in hydra's log format and the plain one: epoch, loss, num_updates
+VALID_LINE = re.compile(r"valid(?:\]\[INFO\] -| \|) epoch (\d+) \| valid on 'valid' subset \| loss ([\d.]+) .*?num_updates (\d+)")
+
+
+def validation_points(log: Path) -> List[Tuple[int, int, float]]:
+    """(epoch, updates, validation loss) of every validation line of a training log, in log order ([] without it)."""
+    if not log.is_file():
+        return []
+    return [(int(e), int(u), float(loss)) for e, loss, u in VALID_LINE.findall(log.read_text(errors="replace"))]
 
 
 def train_log(save_dir: Path) -> Path:

@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
+from ..experiments.runlog import validation_points
+
 #: "[gw3] [ 41%] PASSED tests/test_gpu.py::test_x[param] " (xdist) or "tests/test_gpu.py::test_x[param] PASSED [ 41%]"
 _XDIST = re.compile(r"(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (tests/[\w/]+\.py::[^\s]+)")
 _PLAIN = re.compile(r"^(tests/[\w/]+\.py::[^\s]+) (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)")
@@ -81,16 +83,14 @@ def train_records(suite_json: Path) -> List[dict]:
     return records
 
 
-#: fairseq's validation line (hydra's and the plain log format) and its training-progress line's speed
-_VALID = re.compile(r"epoch (\d+) \| valid on 'valid' subset \| loss ([\d.]+) .*?num_updates (\d+)")
+#: fairseq's training-progress line's speed
 _WPS = re.compile(r"train_inner.*? wps=([\d.]+)")
 
 
 def curve_records(log: Path) -> dict:
     """Validation loss per epoch of a fairseq training log, and the median of its logged training wps."""
-    text = log.read_text(encoding="utf-8", errors="replace")
-    points = [{"epoch": int(e), "updates": int(u), "valid_loss": float(loss)} for e, loss, u in _VALID.findall(text)]
-    speeds = sorted(float(w) for w in _WPS.findall(text))
+    points = [{"epoch": e, "updates": u, "valid_loss": loss} for e, u, loss in validation_points(log)]
+    speeds = sorted(float(w) for w in _WPS.findall(log.read_text(encoding="utf-8", errors="replace")))
     return {"records": points, "train_wps_median": speeds[len(speeds) // 2] if speeds else None}
 
 
