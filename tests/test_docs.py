@@ -37,7 +37,8 @@ TEST_METHOD, TEST_ARCH = "docs_test_penalty", "transformer_docs_test_penalty"
 #: sbatch options in docs/cluster.md, tar and mutmut in docs/testing.md's mutation-testing recipe, pip's offline
 #: install in docs/gpu.md
 EXTERNAL_FLAGS = {"--echo", "--config-dir", "--config-name", "--multirun", "--gres", "--ntasks-per-node", "--signal",
-                  "--dependency", "--kill-on-invalid-dep", "--exclude", "--max-children", "--no-index", "--no-deps"}
+                  "--dependency", "--kill-on-invalid-dep", "--exclude", "--max-children", "--no-index", "--no-deps",
+                  "--tb"}  # pytest's traceback style, in a GPU run's command
 
 
 def text(path: Path) -> str:

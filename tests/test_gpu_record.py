@@ -84,3 +84,71 @@ def test_curve_of_a_training_log(tmp_path):
     assert curve_records(log) == {"records": [{"epoch": 1, "updates": 124, "valid_loss": 8.139},
                                               {"epoch": 2, "updates": 250, "valid_loss": 6.918}],
                                   "train_wps_median": 70000.0}
+
+
+def test_curve_of_a_comparison_progress_log(tmp_path):
+    """The comparison command's own log (one run): its epoch lines, and no words per second."""
+    log = tmp_path / "compare.log"
+    log.write_text(
+        "[09:12:35] [1/1] transformer_dman (pre-norm, seed 1): training\n"
+        "[09:13:57] [1/1] transformer_dman (pre-norm, seed 1): epoch 001 done, update 125, valid loss 8.104\n"
+        "[09:14:02] [1/1] transformer_dman (pre-norm, seed 1): epoch 002, update 200 (5.55 updates/s)\n"
+        "[09:14:06] [1/1] transformer_dman (pre-norm, seed 1): epoch 002 done, update 251, valid loss 6.964 (best 6.964)\n")
+    from fairseq_localness.gpu.record import curve_records
+    assert curve_records(log) == {"records": [{"epoch": 1, "updates": 125, "valid_loss": 8.104},
+                                              {"epoch": 2, "updates": 251, "valid_loss": 6.964}],
+                                  "train_wps_median": None}
+
+
+BENCHMARK_LOG = """\
+device cuda (NVIDIA H200), dtype fp16, threads 16, torch 2.11.0+cu130; vocab 32000, batch 4096 tokens
+[1/2] L=1024 transformer: train 100,000 tok/s, peak 4,000 MB (11.2 s)
+[1/2] L=1024 transformer_dman@locality_attention_backend=flex: train 5,000 tok/s, peak 5,000 MB (67.5 s)
+[2/2] L=1024 transformer_dman@locality_attention_backend=flex: train 7,000 tok/s, peak 5,000 MB (60.1 s)
+[2/2] L=1024 transformer: train 120,000 tok/s, peak 4,000 MB (10.2 s)
+[2/2] L=1024 transformer_dman@locality_attention_backend=flex: train 6,000 tok/s, peak 6,000 MB (61.0 s)
+[1/2] L=256 transformer_dman@locality_attention_backend=sdpa: train - tok/s, peak - MB (1.0 s)
+"""
+
+
+def test_backend_records_are_medians_with_ratios_to_the_baseline(tmp_path):
+    """Lines of the benchmark's subprocess mode, as printed (a run stopped early keeps them): the median over
+    repeats per model and length, divided by the baseline's median at that length."""
+    from fairseq_localness.gpu.record import backend_records
+    log = tmp_path / "backends.log"
+    log.write_text(BENCHMARK_LOG)
+    records = {(r["arch"], r["options"], r["seq_len"]): r for r in backend_records(log, "transformer")}
+    dman = records[("transformer_dman", "locality_attention_backend=flex", 1024)]
+    # speeds 5,000 / 7,000 / 6,000 -> median 6,000; the baseline's two repeats -> upper median 120,000
+    assert (dman["train_tokens_per_s"], dman["repeats"], dman["train_ratio"]) == (6000.0, 3, 0.05)
+    assert (dman["peak_mem_mb"], dman["memory_ratio"]) == (5000.0, 1.25)
+    unmeasured = records[("transformer_dman", "locality_attention_backend=sdpa", 256)]
+    assert unmeasured["train_ratio"] is None and unmeasured["train_tokens_per_s"] is None  # no baseline at 256 either
+
+
+def test_backend_records_need_the_baseline(tmp_path):
+    from fairseq_localness.gpu.record import backend_records
+    log = tmp_path / "backends.log"
+    log.write_text(BENCHMARK_LOG)
+    try:
+        backend_records(log, "transformer_wmt_en_de")
+    except SystemExit as err:
+        assert "transformer_wmt_en_de" in str(err) and "--baseline" in str(err)
+    else:
+        raise AssertionError("ratios without their baseline were accepted")
+
+
+def test_train_records_of_a_suite_stopped_early(tmp_path):
+    """Only runs whose log says fairseq finished are results; a run cut short, or one that did not learn, is not
+    passed off as one."""
+    line = "epoch 001:  {u} / 57 loss={loss}, nll_loss=9.0, num_updates={u}\n"
+    (tmp_path / "train_transformer_alibi_iwslt_de_en_bf16.log").write_text(
+        line.format(u=30, loss=10.6) + line.format(u=300, loss=6.1) + "done training in 40.1 seconds\n")
+    (tmp_path / "train_transformer_dman_iwslt_de_en_fp16.log").write_text(line.format(u=30, loss=10.5))  # cut short
+    (tmp_path / "train_transformer_rope_iwslt_de_en_fp16.log").write_text(
+        line.format(u=30, loss=10.6) + line.format(u=300, loss=10.9) + "done training in 40.1 seconds\n")
+    records = train_records(tmp_path)
+    assert records[0] == {"arch": "transformer_alibi_iwslt_de_en", "dtype": "bf16", "first_loss": 10.6,
+                          "last_loss": 6.1, "updates": 300, "overflows": 0}
+    assert [r["arch"] for r in records] == ["transformer_alibi_iwslt_de_en", "transformer_rope_iwslt_de_en"]
+    assert "did not fall" in records[1]["error"]

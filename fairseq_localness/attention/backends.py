@@ -72,7 +72,7 @@ class CallFacts:
     other_mask: bool = False  # an attn_mask that is not the decoder's future mask
     capture: bool = False  # analyses record the methods' dense values
     flex_missing: bool = False  # this torch has no torch.nn.attention.flex_attention
-    backward_unverified: Optional[str] = None  # gradients are needed and a method's Flex backward is unverified
+    training_fallback: Optional[str] = None  # gradients are needed and a method trains on sdpa (why)
 
 
 def choose_backend(facts: CallFacts) -> Tuple[str, str]:
@@ -81,8 +81,9 @@ def choose_backend(facts: CallFacts) -> Tuple[str, str]:
     Flex serves inference and training on CUDA, inference on the CPU. It is not used where it cannot run the
     call as the reference does: probabilities asked for, a method without a Flex form, attention dropout (Flex
     has none), gradients on the CPU, an attention mask other than the causal one, analysis capture; nor, under
-    ``auto``, for gradients through a method whose Flex backward is unverified; nor in incremental decoding (one
-    query per step, where Flex's block machinery has nothing to skip; to be decided by measurement on a GPU).
+    ``auto``, for gradients through a method that declares a training fallback (a Flex backward unverified or
+    measured slower); nor in incremental decoding (one query per step, where Flex's block machinery has nothing
+    to skip; to be decided by measurement on a GPU).
     """
     if facts.requested not in BACKENDS:
         raise ValueError(f"--locality-attention-backend: {facts.requested!r} is not one of {', '.join(BACKENDS)}")
@@ -106,8 +107,8 @@ def choose_backend(facts: CallFacts) -> Tuple[str, str]:
     ):
         if blocked:
             return fallback, str(reason)
-    if facts.requested == "auto" and facts.backward_unverified:
-        return fallback, facts.backward_unverified
+    if facts.requested == "auto" and facts.training_fallback:
+        return fallback, facts.training_fallback
     return "flex", "every method has a Flex form" if facts.requested == "auto" else "requested"
 
 

@@ -68,8 +68,8 @@ class LocalityAttention(MultiheadAttention):
         self._kernel = self._pick_kernel()
         # why Flex cannot run this block whatever the call (the first method that says so), or None
         self._unfusable = next((f"{m.name}: {why}" for m in self.locality for why in [m.flex_unfusable()] if why), None)
-        self._backward_unverified = next(
-            (f"{m.name}: {why}" for m in self.locality for why in [m.flex_backward_unverified()] if why), None)
+        self._training_fallback = next(
+            (f"{m.name}: {why}" for m in self.locality for why in [m.flex_training_fallback()] if why), None)
         self._flex_available = flex_available()
         #: when set to a dict, methods' analysis values (e.g. gates) of the last call are stored here
         self.capture: Optional[Dict[str, Tensor]] = None
@@ -368,7 +368,7 @@ class LocalityAttention(MultiheadAttention):
             own_kernel=own_kernel, dropout=self._dropout_p() > 0, grad_on_cpu=grad_on_cpu,
             incremental=ctx.incremental, other_mask=other_mask, capture=self.capture is not None,
             flex_missing=not self._flex_available,
-            backward_unverified=self._backward_unverified if needs_grad else None,
+            training_fallback=self._training_fallback if needs_grad else None,
         )
         backend, reason = choose_backend(facts)
         log_choice_once(self.spec.attn_type, [m.name for m in self.locality] or ["none"], backend, reason)

@@ -252,12 +252,13 @@ class LocalityMethod(nn.Module):
         """
         return None
 
-    def flex_backward_unverified(self) -> Optional[str]:
-        """Why ``auto`` should not train this method through Flex yet, or None (the default).
+    def flex_training_fallback(self) -> Optional[str]:
+        """Why ``auto`` should train this method on ``sdpa`` rather than Flex, or None (the default).
 
-        For a Flex form whose forward matches the reference but whose gradients did not on a GPU
-        (docs/gpu.md): under ``--locality-attention-backend auto`` calls that need gradients take
-        ``sdpa``; inference, and an explicit ``flex``, still run Flex.
+        For a Flex form whose forward matches the reference but whose backward has not passed on a GPU, or
+        whose training a GPU measured slower through Flex than through SDPA (docs/gpu.md): under
+        ``--locality-attention-backend auto`` calls that need gradients take ``sdpa``; inference, and an
+        explicit ``flex``, still run Flex.
         """
         return None
 

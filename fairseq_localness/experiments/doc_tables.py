@@ -438,15 +438,36 @@ def gpu_train_table(runs, also):
 
 def gpu_curve_table(runs, also):
     """Validation loss per epoch on the GPU (fp16) beside the CPU run of the same recipe and seed (fp32)."""
+    arch = runs[0].get("arch", "transformer")
     cpu = {}
     with open(RESULTS / "compare" / "multi30k_de_en" / "curves.csv", newline="") as f:
         for row in csv.DictReader(f):
-            if (row["arch"], row["norm"], row["seed"]) == ("transformer", "pre", "1"):
+            if (row["arch"], row["norm"], row["seed"]) == (arch, "pre", "1"):
                 cpu[int(row["epoch"])] = float(row["valid_loss"])
     rows = [[r["epoch"], r["updates"], f"{r['valid_loss']:.3f}", f"{cpu[r['epoch']]:.3f}" if r["epoch"] in cpu else "-"]
             for r in records(runs)]
     table = markdown(("epoch", "updates (GPU)", "validation loss, H200 fp16", "validation loss, CPU fp32"), rows)
-    return table + f"\n\nMedian training speed on the GPU: {runs[0]['train_wps_median']:,.0f} target words/s."
+    close = [abs(r["valid_loss"] - cpu[r["epoch"]]) for r in records(runs) if r["epoch"] in cpu]
+    table += (f"\n\nLargest difference per epoch: {max(close):.3f} over {len(close)} epochs." if close else "")
+    speed = runs[0].get("train_wps_median")
+    return table + (f"\n\nMedian training speed on the GPU: {speed:,.0f} target words/s." if speed else "")
+
+
+def gpu_backends_table(runs, also):
+    """Training speed and peak memory per model and attention backend, as ratios to the run's own baseline."""
+    rows = []
+    for r in records(runs):
+        backend = r["options"].partition("locality_attention_backend=")[2].split(",")[0] or "-"
+        ratio = "-" if r["train_ratio"] is None else f"{r['train_ratio']:.2f}"
+        memory = "-" if r["memory_ratio"] is None else f"{r['memory_ratio']:.2f}"
+        rows.append([f"`{r['arch']}`", backend, r["seq_len"], _fmt_int(r["train_tokens_per_s"]), ratio,
+                     _fmt_int(r["peak_mem_mb"]), memory])
+    return markdown(("model", "backend", "length", "training tokens/s", f"ratio to `{runs[0]['baseline']}`",
+                     "peak MB", "memory ratio"), rows)
+
+
+def _fmt_int(value) -> str:
+    return "-" if value is None else f"{value:,.0f}"
 
 
 # ---------------------------------------------------------------------------------------------------- testing
@@ -628,6 +649,12 @@ TABLES: Tuple[DocTable, ...] = (
     DocTable("gpu/h200-train-first-run", "docs/gpu.md", ("gpu/h200-train-first-run.json",), gpu_train_table),
     DocTable("gpu/h200-compare-transformer-fp16", "docs/gpu.md", ("gpu/h200-compare-transformer-fp16.json",),
              gpu_curve_table),
+    DocTable("gpu/h200-tests-relpos", "docs/gpu.md", ("gpu/h200-tests-relpos.json",), gpu_tests_table),
+    DocTable("gpu/h200-train-second-run", "docs/gpu.md", ("gpu/h200-train-second-run.json",), gpu_train_table),
+    DocTable("gpu/h200-backends-fp16-1024", "docs/gpu.md", ("gpu/h200-backends-fp16-1024.json",), gpu_backends_table),
+    DocTable("gpu/h200-backends-fp16-1024-shared", "docs/gpu.md", ("gpu/h200-backends-fp16-1024-shared.json",),
+             gpu_backends_table),
+    DocTable("gpu/h200-compare-dman-fp16", "docs/gpu.md", ("gpu/h200-compare-dman-fp16.json",), gpu_curve_table),
     DocTable("testing/slow-suite-bleu", "docs/testing.md", ("testing/slow-suite-bleu.json",), slow_suite_table),
     DocTable("testing/mutation-score", "docs/testing.md", ("testing/mutation-score.json",), mutation_table),
     DocTable("measurements/parameters-and-speed", "docs/measurements.md", (), parameters_and_speed_table,

@@ -2,13 +2,18 @@
 
     python -m fairseq_localness.gpu.record tests LOG [LOG ...] --out docs/results/gpu/NAME.json --machine ... \\
         --torch ... --command ... [--note ...]
-    python -m fairseq_localness.gpu.record train SUITE_JSON --out ... (same metadata)
-    python -m fairseq_localness.gpu.record curve HYDRA_TRAIN_LOG --out ... (same metadata)
+    python -m fairseq_localness.gpu.record train SUITE_JSON|SUITE_FOLDER --out ... (same metadata)
+    python -m fairseq_localness.gpu.record curve TRAIN_LOG --arch ARCH --out ... (same metadata)
+    python -m fairseq_localness.gpu.record backends BENCHMARK_LOG --out ... (same metadata)
 
 ``tests`` reads pytest's ``-v`` output (also cut short: a test that started but never reported is
 ``not finished``) and keeps one record per test id; ``train`` keeps the ``train`` stage of a
-``gpu_suite.json``, each failed run with its error's last line (the cause, not the command that failed);
-``curve`` keeps a training log's validation loss per epoch and its median training words per second.
+``gpu_suite.json``, each failed run with its error's last line (the cause, not the command that failed), or,
+where the suite was stopped before writing it, the runs whose logs in the suite's folder say they finished;
+``curve`` keeps the validation loss per epoch of a fairseq training log (with its median training words per
+second) or of the comparison command's progress log; ``backends`` keeps the per-measurement lines that the
+benchmark's subprocess mode prints as it goes (so a run stopped by a time limit keeps what it measured), with
+each model's ratios to the baseline measured in the same run.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from ..experiments.runlog import validation_points
+from .suite import SuiteFailure, check_training, error_cause
 
 #: "[gw3] [ 41%] PASSED tests/test_gpu.py::test_x[param] " (xdist) or "tests/test_gpu.py::test_x[param] PASSED [ 41%]"
 _XDIST = re.compile(r"(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (tests/[\w/]+\.py::[^\s]+)")
@@ -59,15 +65,36 @@ def outcome_records(logs: Sequence[Path]) -> List[dict]:
     return records
 
 
-def error_cause(message: str) -> str:
-    """The last exception line of a failed run's message (the suite keeps the tail of its log there)."""
-    lines = [line.strip() for line in message.splitlines() if line.strip()]
-    causes = [line for line in lines if re.match(r"^[\w.]*(Error|Exception)\b", line)]
-    return (causes[-1] if causes else lines[-1] if lines else "")[:300]
+#: the suite's log of one training run: train_{arch}_{dtype}.log
+_TRAIN_LOG = re.compile(r"^train_(\w+)_(fp16|bf16|fp32)\.log$")
+#: fairseq-train's last line of a run that finished
+_DONE = re.compile(r"done training in [\d.]+ seconds")
+
+
+def finished_train_records(folder: Path) -> List[dict]:
+    """The suite's ``train`` stage from its run logs, where it was stopped before writing gpu_suite.json: the
+    runs whose log says fairseq finished, checked as the suite checks them."""
+    records = []
+    for log in sorted(folder.iterdir()):
+        name = _TRAIN_LOG.match(log.name)
+        text = log.read_text(encoding="utf-8", errors="replace") if name else ""
+        if not _DONE.search(text):
+            continue  # not started, or stopped by the time limit: not a result
+        arch, dtype = name.groups()
+        updates = max([int(u) for u in re.findall(r"num_updates[= ](\d+)", text)] or [0])
+        try:
+            result = check_training(text, f"{arch} {dtype}", updates)
+        except SuiteFailure as err:
+            records.append({"arch": arch, "dtype": dtype, "error": str(err)})
+            continue
+        records.append({"arch": arch, "dtype": dtype, **result})
+    return records
 
 
 def train_records(suite_json: Path) -> List[dict]:
     """The suite's ``train`` stage, one record per (architecture, dtype)."""
+    if suite_json.is_dir():
+        return finished_train_records(suite_json)
     report = json.loads(suite_json.read_text(encoding="utf-8"))
     records = []
     for label, result in report.get("train", {}).items():
@@ -87,27 +114,76 @@ def train_records(suite_json: Path) -> List[dict]:
 _WPS = re.compile(r"train_inner.*? wps=([\d.]+)")
 
 
+#: the comparison command's progress line at the end of an epoch
+_COMPARE_EPOCH = re.compile(r"epoch (\d+) done, update (\d+), valid loss ([\d.]+)")
+
+
 def curve_records(log: Path) -> dict:
-    """Validation loss per epoch of a fairseq training log, and the median of its logged training wps."""
+    """Validation loss per epoch of a fairseq training log, and the median of its logged training wps; or of the
+    comparison command's progress log (one run), which logs no words per second."""
+    text = log.read_text(encoding="utf-8", errors="replace")
     points = [{"epoch": e, "updates": u, "valid_loss": loss} for e, u, loss in validation_points(log)]
-    speeds = sorted(float(w) for w in _WPS.findall(log.read_text(encoding="utf-8", errors="replace")))
+    if not points:
+        points = [{"epoch": int(e), "updates": int(u), "valid_loss": float(loss)}
+                  for e, u, loss in _COMPARE_EPOCH.findall(text)]
+    speeds = sorted(float(w) for w in _WPS.findall(text))
     return {"records": points, "train_wps_median": speeds[len(speeds) // 2] if speeds else None}
+
+
+#: the benchmark's subprocess mode, one line per measurement:
+#: "[1/1] L=1024 transformer_dman@locality_attention_backend=flex: train 6,463 tok/s, peak 5,027 MB (67.5 s)"
+_MEASUREMENT = re.compile(r"^\[\d+/\d+\] L=(\d+) (\S+): train ([\d,.]+|-) tok/s, peak ([\d,.]+|-) MB", re.M)
+
+
+def _number(text: str) -> Optional[float]:
+    return None if text == "-" else float(text.replace(",", ""))
+
+
+def backend_records(log: Path, baseline: str) -> List[dict]:
+    """One record per measured model and length (the median over repeats), with its ratios to ``baseline``."""
+    measured: Dict[tuple, List[tuple]] = {}
+    for seq_len, spec, speed, memory in _MEASUREMENT.findall(log.read_text(encoding="utf-8", errors="replace")):
+        measured.setdefault((spec, int(seq_len)), []).append((_number(speed), _number(memory)))
+
+    def median(values: List[Optional[float]]) -> Optional[float]:
+        known = sorted(v for v in values if v is not None)
+        return known[len(known) // 2] if known else None
+
+    rows = {key: (median([s for s, _ in values]), median([m for _, m in values]), len(values))
+            for key, values in measured.items()}
+    records = []
+    for (spec, seq_len), (speed, memory, repeats) in rows.items():
+        arch, _, options = spec.partition("@")
+        base_speed, base_memory, _ = rows.get((baseline, seq_len), (None, None, 0))
+        records.append({
+            "arch": arch, "options": options, "seq_len": seq_len, "repeats": repeats,
+            "train_tokens_per_s": speed, "peak_mem_mb": memory,
+            "train_ratio": round(speed / base_speed, 3) if speed and base_speed else None,
+            "memory_ratio": round(memory / base_memory, 3) if memory and base_memory else None,
+        })
+    if not any(r["arch"] == baseline for r in records):
+        raise SystemExit(f"{log}: no measurement of the baseline {baseline!r}: ratios need it (--baseline)")
+    return records
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m fairseq_localness.gpu.record", description=__doc__.split("\n")[0])
-    parser.add_argument("kind", choices=("tests", "train", "curve"))
+    parser.add_argument("kind", choices=("tests", "train", "curve", "backends"))
     parser.add_argument("inputs", nargs="+", type=Path,
-                        help="pytest -v logs (tests), one gpu_suite.json (train) or one training log (curve)")
+                        help="pytest -v logs (tests), one gpu_suite.json or the suite's --out folder (train), one "
+                             "training or comparison log (curve), one benchmark log (backends)")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--machine", required=True, help="the GPU, e.g. 'NVIDIA H200 (CUDA 13.0)'")
     parser.add_argument("--torch", required=True)
     parser.add_argument("--command", required=True, help="the command(s) that produced the inputs")
     parser.add_argument("--date", default=time.strftime("%Y-%m-%d", time.gmtime()))
     parser.add_argument("--note", default="")
+    parser.add_argument("--arch", default="transformer",
+                        help="curve: the architecture trained (its CPU run is shown beside it)")
+    parser.add_argument("--baseline", default="transformer", help="backends: the model the ratios divide by")
     opts = parser.parse_args(argv)
     for path in opts.inputs:
-        if not path.is_file():
+        if not (path.is_file() or (opts.kind == "train" and path.is_dir())):
             parser.error(f"{path}: no such file")
     if opts.kind != "tests" and len(opts.inputs) != 1:
         parser.error(f"{opts.kind}: give one file")
@@ -116,11 +192,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         records = outcome_records(opts.inputs)
     elif opts.kind == "train":
         records = train_records(opts.inputs[0])
+    elif opts.kind == "backends":
+        records = backend_records(opts.inputs[0], opts.baseline)
+        extra = {"baseline": opts.baseline}
     else:
         extra = curve_records(opts.inputs[0])
+        extra["arch"] = opts.arch
         records = extra.pop("records")
-    source = {"tests": "pytest -v outcomes", "train": "the train stage of gpu_suite.json",
-              "curve": "a fairseq training log"}[opts.kind] + f", read by `python -m fairseq_localness.gpu.record {opts.kind}`"
+    source = {"tests": "pytest -v outcomes",
+              "train": "the finished runs' logs of the suite's train stage" if opts.inputs[0].is_dir()
+              else "the train stage of gpu_suite.json",
+              "curve": "a training log", "backends": "the benchmark's per-measurement lines"}[opts.kind] + f", read by `python -m fairseq_localness.gpu.record {opts.kind}`"
     run = {"date": opts.date, "machine": opts.machine, "torch": opts.torch, "command": opts.command,
            "source": source, **extra, "records": records}
     if opts.note:

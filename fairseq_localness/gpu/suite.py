@@ -39,7 +39,6 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from .families import architecture_families
-from .record import error_cause
 
 REPO = Path(__file__).resolve().parents[2]
 PREPARED = REPO / ".gpu"
@@ -110,6 +109,14 @@ def stage_tests(out: Path) -> dict:
                  out / "tests.log", check=False)
     summary = output.strip().splitlines()[-1] if output.strip() else ""
     return {"passed": " failed" not in summary and " error" not in summary and "passed" in summary, "summary": summary}
+
+
+def error_cause(message: str) -> str:
+    """The last exception line of a failed run's message (the suite keeps the tail of its log there)."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    causes = [line for line in lines if re.match(r"^[\w.]*(Error|Exception)\b", line)]
+    return (causes[-1] if causes else lines[-1] if lines else "")[:300]
+
 
 
 # ---- stage 2: short real-data training -------------------------------------------------------------------------

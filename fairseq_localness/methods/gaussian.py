@@ -22,6 +22,7 @@ score from P_i and sigma_i alone, (B, H, T) tensors instead of (B, H, T, S).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Optional
 
 import torch
 from torch import Tensor, nn
@@ -125,6 +126,11 @@ class GaussianLocalness(LocalityMethod):
     def flex_terms(self, ctx) -> FlexTerms:
         center, window = self.center_and_window(ctx)
         return FlexTerms(score_mod=gaussian_score_mod(ctx.key_positions, center, window, large_negative(ctx.q.dtype)))
+
+    def flex_training_fallback(self) -> Optional[str]:
+        # measured: NVIDIA H200, torch 2.11, base size, fp16, 1,024 tokens (docs/gpu.md): 0.39 of the Transformer's
+        # training speed through Flex, 0.61 through SDPA; Flex kept 1.01 of its memory, SDPA needed 1.30
+        return "its training was slower through Flex than through SDPA on a GPU (docs/gpu.md)"
 
     def _window(self, ctx, hidden: Tensor, length: Tensor) -> Tensor:
         """D of shape broadcastable to (B, T, H), float32."""

@@ -75,18 +75,23 @@ class RelativePositions(LocalityMethod):
             return "Shaw's value term (Eq. 3) sums a^V_ij weighted by the probabilities, which FlexAttention never returns"
         return None
 
-    def flex_backward_unverified(self) -> Optional[str]:
-        # measured: NVIDIA H200, torch 2.11 (docs/gpu.md); the forward matched, the gradients did not
-        return "its Flex gradients differed from the reference on a GPU (docs/gpu.md)"
+    def flex_training_fallback(self) -> Optional[str]:
+        # measured: NVIDIA H200, torch 2.11 (docs/gpu.md): the backward's kernel did not compile while the clip
+        # bounds were captured integers; flex_terms now reads them from a table, not yet run on a GPU
+        return "its Flex backward has not yet been run on a GPU in this form (docs/gpu.md)"
 
     def flex_terms(self, ctx) -> FlexTerms:
         """The key term of Eq. 4, q_i a^K_ij / sqrt(d), per score from the (B, H, T, 2k+1) bucket scores."""
         scores = torch.matmul(ctx.q * ctx.scaling, self.key_embeddings.t())  # (B, H, T, 2k+1)
         k, keys, queries = self.options.max_distance, ctx.key_positions, ctx.query_positions
+        # clip(j - i, k) + k for every j - i in [-(S - 1), S - 1], looked up rather than clamped in the score_mod:
+        # under dynamic shapes the captured bounds -k and k became symbolic integers, which the backward's
+        # kernel could not lower (torch 2.11: "'ShapeAsConstantBuffer' object has no attribute 'dtype'")
+        bucket_of_offset = torch.arange(-(ctx.src_len - 1), ctx.src_len, device=ctx.q.device).clamp(-k, k) + k
 
         def key_term(score, b, h, q_idx, kv_idx):
-            bucket = (keys[b, kv_idx] - queries[b, q_idx]).clamp(-k, k) + k  # clip(j - i, k) + k
-            return score + scores[b, h, q_idx, bucket].to(score.dtype)
+            offset = keys[b, kv_idx] - queries[b, q_idx] + bucket_of_offset.size(0) // 2  # j - i + S - 1
+            return score + scores[b, h, q_idx, bucket_of_offset[offset]].to(score.dtype)
 
         return FlexTerms(score_mod=key_term)
 
