@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # The GPU checks in one time-boxed pass, for a GPU lent for minutes rather than hours (see docs/gpu.md).
 #
-#   scripts/gpu_timeboxed.sh            # about 8.5 minutes; results in $OUT (else runs/gpu-timeboxed)
+#   scripts/gpu_timeboxed.sh            # about 9.5 minutes; results in $OUT (else runs/gpu-timeboxed)
 #
 # Phase A runs the correctness checks side by side on the one GPU, each under its own time limit:
 #   the CUDA tests (tests/test_gpu.py, tests/test_flex.py) in 8 pytest-xdist workers; the suite's `train` stage
 #   (every family, --fp16 and --bf16); and the comparison command with --gpus 1 --fp16 on Multi30k
 #   (Transformer and DMAN, seed 1; needs runs/data/multi30k_de_en from data-prep/prepare-multi30k.sh).
 # Phase B then times the attention backends alone on the GPU, at base size, fp16, 1,024 tokens, in the
-#   benchmark's interleaved mode (every model in one process, ratios to fairseq's transformer per round).
+#   benchmark's subprocess mode (a fresh process per model; `python -m fairseq_localness.gpu.record backends LOG`
+#   turns its lines into ratios to fairseq's transformer measured in the same run).
 # Every log is packed into $OUT/gpu_timeboxed_logs.tar.gz after each phase, so a pass cut short keeps what
 # finished. Needs .gpu/ from `python -m fairseq_localness.gpu.suite prepare`, as scripts/gpu_suite.sh does.
 set -uo pipefail
@@ -16,10 +17,10 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
 python="${PYTHON:-python3}"
 out="${OUT:-$repo/runs/gpu-timeboxed}"
-phase_a_s="${PHASE_A_S:-240}"
-# each Flex model compiles before its first timed step: on an H200, 150 s beside the CUDA tests built 7 models at
-# 1,024 tokens but timed none; give more where the lease allows
-phase_b_s="${PHASE_B_S:-110}"
+phase_a_s="${PHASE_A_S:-200}"
+# on an H200 one model took 11-16 s through SDPA and 37-68 s through Flex (its compile included), so a group of
+# seven needs about 200 s; the defaults keep the whole pass within a 600 s device call
+phase_b_s="${PHASE_B_S:-170}"
 # kept after the run, checkpoints included: a later command on the same machine can still read it
 work="$(mktemp -d /tmp/gpu-timeboxed.XXXXXX)"
 mkdir -p "$out"
@@ -60,15 +61,17 @@ pack
 mark "phase A done"
 
 # ---- phase B: attention backends, timed alone ------------------------------------------------------------------
-bench() {  # NAME ARCHS: interleaved rounds at 1,024 tokens, fp16, no decoding (steps decode through sdpa anyway)
+# the benchmark's subprocess mode: one fresh process per model (its Flex compile included in the warmup), one line
+# per measurement as it goes, so a run stopped by its limit keeps what it measured (gpu.record backends reads them)
+bench() {  # NAME ARCHS: 1,024 tokens, fp16, 10 timed steps per model, no decoding
     timeout -k 10 "$phase_b_s" "$python" scripts/benchmark.py --archs "$2" --seq-lens 1024 --dtype fp16 --device cuda \
-        --interleaved 10 --warmup 2 --no-decode --json "$work/backends_$1.json" > "$work/backends_$1.log" 2>&1
+        --repeats 1 --steps 10 --warmup 2 --no-decode --json "$work/backends_$1.json" > "$work/backends_$1.log" 2>&1
     mark "backends $1 exit $?"
     pack
 }
 f=locality_attention_backend
-bench core "transformer_csan1d@$f=flex,transformer_csan1d@$f=sdpa,transformer_gaussian_local@$f=flex,transformer_gaussian_local@$f=sdpa,transformer_dman@$f=flex,transformer_dman@$f=sdpa"
-bench biases "transformer_alibi@$f=flex,transformer_t5bias@$f=flex,transformer_kerple@$f=flex,transformer_fire@$f=flex,transformer_sman@$f=flex,transformer_hybrid_local@$f=flex"
+bench core "transformer,transformer_csan1d@$f=flex,transformer_csan1d@$f=sdpa,transformer_gaussian_local@$f=flex,transformer_gaussian_local@$f=sdpa,transformer_dman@$f=flex,transformer_dman@$f=sdpa"
+bench biases "transformer,transformer_alibi@$f=flex,transformer_alibi@$f=sdpa,transformer_t5bias@$f=flex,transformer_t5bias@$f=sdpa,transformer_sman@$f=flex,transformer_sman@$f=sdpa"
 
 # ---- summary ---------------------------------------------------------------------------------------------------
 echo "== timeline"; cat "$work/timeline.txt"

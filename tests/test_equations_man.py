@@ -13,6 +13,7 @@ import math
 import pytest
 import torch
 
+from fairseq_localness.attention import AttentionContext
 from fairseq_localness.methods.mask_attention import DMANOptions, DynamicMask, SMANOptions, StaticMask
 from localness_testing import (
     PADDED_LENGTH,
@@ -117,3 +118,52 @@ def test_sman_band(attn_type, window, width):
     recorded = attention.capture["sman_log_mask"][0, 0]
     inside_band = torch.tensor([[inside(0, 0, t, s) for s in range(LENGTH)] for t in range(LENGTH)])
     assert (recorded[inside_band] == 0).all() and (recorded[~inside_band] <= -1e4).all()
+
+
+def test_offset_rows_spread_one_value_per_offset():
+    """[t, s] = per_offset[s - i + S - 1] for the last T queries i = S - T + t, written out for S = 3."""
+    from fairseq_localness.attention.tensors import offset_rows
+
+    per_offset = torch.tensor([10.0, 20.0, 30.0, 40.0, 50.0], requires_grad=True)  # offsets s - i = -2 .. 2
+    full = offset_rows(per_offset, 3)
+    assert full.tolist() == [[30.0, 40.0, 50.0],  # i = 0: offsets 0, 1, 2
+                             [20.0, 30.0, 40.0],  # i = 1: offsets -1, 0, 1
+                             [10.0, 20.0, 30.0]]  # i = 2: offsets -2, -1, 0
+    assert offset_rows(per_offset, 1).tolist() == [[10.0, 20.0, 30.0]]  # one decoding step: the last query
+    full.sum().backward()
+    assert per_offset.grad.tolist() == [1.0, 2.0, 3.0, 2.0, 1.0]  # each offset's number of (i, s) pairs
+    per_head = torch.arange(10.0).view(5, 2)  # a trailing dimension (heads) stays last
+    assert offset_rows(per_head, 3)[1, 2].tolist() == per_head[3].tolist()  # i = 1, s = 2: offset 1
+
+
+@pytest.mark.parametrize("attn_type", ["encoder", "decoder"])
+def test_dman_distance_gradient_is_the_sum_over_its_pairs(attn_type):
+    """dL/dP_d sums dL/d(log M)[b, h, t, s] . dlog M/dP over the real pairs at distance d (Eq. 12 by positions,
+    on the padded batch), where the table is read once per offset and spread into rows."""
+    attention = identity_attention([(DynamicMask, DMANOptions(attention=attn_type))], DIM, HEADS,
+                                   attn_type, max_positions=MAX_POSITIONS)
+    method = attention.locality[0]
+    x, padding = inputs(attn_type)
+    zeros = torch.zeros(2, HEADS, LENGTH, DIM // HEADS)
+    ctx = AttentionContext(q=zeros, k=zeros, v=zeros, query_input=x.transpose(0, 1), key_input=None,
+                           key_padding_mask=padding, attn_mask=None, causal=attn_type == "decoder",
+                           attn_type=attn_type, layer=1, scaling=1.0)
+    log_mask = method.logit_bias(ctx)  # (B, H, T, S): log sigmoid(h_t W + P_{t-s} + U_i)
+    weights = torch.randn(log_mask.shape, generator=torch.Generator().manual_seed(4))
+    method.distance_bias.grad = None
+    low = -(MAX_POSITIONS - 1) if attn_type == "encoder" else 0
+    expected = torch.zeros_like(method.distance_bias)
+    real = (log_mask * weights).new_zeros(())
+    for b in (0, 1):
+        pos = positions(b, attn_type)
+        for t in pos:
+            for s in pos:
+                if attn_type == "decoder" and s > t:
+                    continue
+                distance = max(low, min(MAX_POSITIONS - 1, pos[t] - pos[s]))
+                for h in range(HEADS):
+                    real = real + weights[b, h, t, s] * log_mask[b, h, t, s]
+                    # d log sigmoid(z) / dz = 1 - sigmoid(z)
+                    expected[distance - low] += weights[b, h, t, s] * (1 - log_mask[b, h, t, s].exp()).detach()
+    real.backward()
+    torch.testing.assert_close(method.distance_bias.grad, expected, atol=1e-5, rtol=1e-5)

@@ -40,7 +40,7 @@ from ..attention.errors import LocalityConfigError
 from ..attention.fusion import Band, FlexTerms
 from ..attention.protocol import LocalityMethod, MethodOptions
 from ..attention.registry import register_locality_method
-from ..attention.tensors import large_negative
+from ..attention.tensors import large_negative, offset_rows
 
 SELF_ATTENTION = frozenset({"encoder", "decoder"})
 SMAN_WINDOWS = ("sqrt", "fixed")
@@ -87,15 +87,21 @@ class DynamicMask(LocalityMethod):
         nn.init.normal_(self.distance_bias)
         nn.init.normal_(self.head_bias)
 
-    def distance_index(self, ctx) -> Tensor:
-        """Index into P of t - s, (B, T, S); distances beyond the table share its last entry."""
-        distance = -ctx.relative_positions  # relative_positions is s - t
+    def distance_rows(self, ctx) -> Tensor:
+        """P_{t-s} for every query and key, (T, S); distances beyond the table share its last entry.
+
+        By index within the padded batch: fairseq pads each sentence on one side only, so between real tokens
+        the index offset is the position offset, and padding keys are masked. One entry per offset, spread into
+        rows (``offset_rows``): P's gradient is then a dense sum rather than a scatter over B x T x S indices.
+        """
+        offsets = torch.arange(1 - ctx.src_len, ctx.src_len, device=self.distance_bias.device)  # s - t
         lowest = 0 if self.causal else -self.max_distance
-        return distance.clamp(lowest, self.max_distance) - lowest
+        per_offset = self.distance_bias[(-offsets).clamp(lowest, self.max_distance) - lowest]  # (2S - 1,)
+        return offset_rows(per_offset, ctx.tgt_len)
 
     def logit_bias(self, ctx) -> Tensor:
         context = torch.matmul(ctx.query_input, self.context_weight.to(ctx.query_input.dtype))  # h_t W, (B, T)
-        per_query = context.unsqueeze(-1) + self.distance_bias[self.distance_index(ctx)]  # + P_{t-s}, (B, T, S)
+        per_query = context.unsqueeze(-1) + self.distance_rows(ctx)  # + P_{t-s}, (B, T, S)
         # keeping both summands >= floor / 2 keeps log sigmoid(sum) >= floor (finite in every dtype)
         # without another pass over the (B, H, T, S) tensor; it only moves values whose exp() is 0 anyway
         half_floor = large_negative(ctx.q.dtype) / 2

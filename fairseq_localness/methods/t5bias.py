@@ -39,6 +39,7 @@ from ..attention.fusion import FlexTerms
 from ..attention.protocol import LocalityMethod, MethodOptions
 from ..attention.registry import register_locality_method
 from ..attention.sharing import shared_per_stack
+from ..attention.tensors import offset_rows
 
 
 def t5_bucket(relative_position: Tensor, bidirectional: bool, num_buckets: int = 32, max_distance: int = 128) -> Tensor:
@@ -108,16 +109,22 @@ class T5RelativeBias(LocalityMethod):
 
         self.table = shared_per_stack(options, spec, "t5bias", table) if options.share_layers else table()
 
+    def per_offset(self, ctx) -> Tensor:
+        """w[bucket(j - i), h] for every offset j - i = -(S - 1) .. S - 1, (2S - 1, H): the table read once each."""
+        relative = torch.arange(-(ctx.src_len - 1), ctx.src_len, device=ctx.q.device)  # j - i, (2S - 1,)
+        return self.table(t5_bucket(relative, bidirectional=not ctx.causal, num_buckets=self.options.num_buckets,
+                                    max_distance=self.options.max_distance))
+
     def logit_bias(self, ctx) -> Tensor:
-        buckets = t5_bucket(ctx.relative_positions, bidirectional=not ctx.causal,
-                            num_buckets=self.options.num_buckets, max_distance=self.options.max_distance)
-        return self.table(buckets).permute(0, 3, 1, 2).to(ctx.q.dtype)  # (B, T, S, H) -> (B, H, T, S)
+        # by index within the padded batch: fairseq pads each sentence on one side only, so between real tokens the
+        # index offset is the position offset, and padding keys are masked; offset_rows keeps the table's gradient
+        # a dense sum rather than a scatter over B x T x S bucket indices
+        rows = offset_rows(self.per_offset(ctx), ctx.tgt_len)  # (T, S, H)
+        return rows.permute(2, 0, 1).unsqueeze(0).expand(ctx.batch_size, -1, -1, -1).to(ctx.q.dtype)  # (B, H, T, S)
 
     def flex_terms(self, ctx) -> FlexTerms:
         """w[h, bucket(j - i)] for one score, from the table looked up once per relative position."""
-        relative = torch.arange(-(ctx.src_len - 1), ctx.src_len, device=ctx.q.device)  # j - i, (2S - 1,)
-        per_offset = self.table(t5_bucket(relative, bidirectional=not ctx.causal, num_buckets=self.options.num_buckets,
-                                          max_distance=self.options.max_distance))  # (2S - 1, H)
+        per_offset = self.per_offset(ctx)  # (2S - 1, H)
         keys, queries = ctx.key_positions, ctx.query_positions
 
         def relative_bias(score, b, h, q_idx, kv_idx):
