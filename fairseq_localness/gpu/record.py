@@ -202,7 +202,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     source = {"tests": "pytest -v outcomes",
               "train": "the finished runs' logs of the suite's train stage" if opts.inputs[0].is_dir()
               else "the train stage of gpu_suite.json",
-              "curve": "a training log", "backends": "the benchmark's per-measurement lines"}[opts.kind] + f", read by `python -m fairseq_localness.gpu.record {opts.kind}`"
+              "curve": "a training log", "backends": "the benchmark's per-measurement lines"}[opts.kind]
+    source += f", read by `python -m fairseq_localness.gpu.record {opts.kind}`"
     run = {"date": opts.date, "machine": opts.machine, "torch": opts.torch, "command": opts.command,
            "source": source, **extra, "records": records}
     if opts.note:

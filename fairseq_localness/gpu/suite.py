@@ -118,7 +118,6 @@ def error_cause(message: str) -> str:
     return (causes[-1] if causes else lines[-1] if lines else "")[:300]
 
 
-
 # ---- stage 2: short real-data training -------------------------------------------------------------------------
 
 #: fairseq's --log-format simple: "epoch 001:  20 / 57 loss=9.21, nll_loss=9.05, ..., num_updates=20, ..."
