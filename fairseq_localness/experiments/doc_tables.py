@@ -455,19 +455,13 @@ def gpu_curve_table(runs, also):
 
 def gpu_backends_table(runs, also):
     """Training speed and peak memory per model and attention backend, as ratios to the run's own baseline."""
-    rows = []
-    for r in records(runs):
-        backend = r["options"].partition("locality_attention_backend=")[2].split(",")[0] or "-"
-        ratio = "-" if r["train_ratio"] is None else f"{r['train_ratio']:.2f}"
-        memory = "-" if r["memory_ratio"] is None else f"{r['memory_ratio']:.2f}"
-        rows.append([f"`{r['arch']}`", backend, r["seq_len"], _fmt_int(r["train_tokens_per_s"]), ratio,
-                     _fmt_int(r["peak_mem_mb"]), memory])
+    from ..benchmark.report import _fmt
+
+    rows = [[f"`{r['arch']}`", r["options"].partition("locality_attention_backend=")[2].split(",")[0] or "-",
+             r["seq_len"], _fmt(r["train_tokens_per_s"], "{:,.0f}"), _fmt(r["train_ratio"], "{:.2f}"),
+             _fmt(r["peak_mem_mb"], "{:,.0f}"), _fmt(r["memory_ratio"], "{:.2f}")] for r in records(runs)]
     return markdown(("model", "backend", "length", "training tokens/s", f"ratio to `{runs[0]['baseline']}`",
                      "peak MB", "memory ratio"), rows)
-
-
-def _fmt_int(value) -> str:
-    return "-" if value is None else f"{value:,.0f}"
 
 
 # ---------------------------------------------------------------------------------------------------- testing

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from ..experiments.runlog import validation_points
-from .suite import SuiteFailure, check_training, error_cause
+from .suite import UPDATES, SuiteFailure, check_training, error_cause
 
 #: "[gw3] [ 41%] PASSED tests/test_gpu.py::test_x[param] " (xdist) or "tests/test_gpu.py::test_x[param] PASSED [ 41%]"
 _XDIST = re.compile(r"(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (tests/[\w/]+\.py::[^\s]+)")
@@ -81,7 +81,7 @@ def finished_train_records(folder: Path) -> List[dict]:
         if not _DONE.search(text):
             continue  # not started, or stopped by the time limit: not a result
         arch, dtype = name.groups()
-        updates = max([int(u) for u in re.findall(r"num_updates[= ](\d+)", text)] or [0])
+        updates = max([int(u) for u in UPDATES.findall(text)] or [0])
         try:
             result = check_training(text, f"{arch} {dtype}", updates)
         except SuiteFailure as err:
@@ -110,6 +110,12 @@ def train_records(suite_json: Path) -> List[dict]:
     return records
 
 
+def _upper_median(values: Sequence[Optional[float]]) -> Optional[float]:
+    """The middle value of the known ones (the upper of the two middle ones for an even count), None for none."""
+    known = sorted(v for v in values if v is not None)
+    return known[len(known) // 2] if known else None
+
+
 #: fairseq's training-progress line's speed
 _WPS = re.compile(r"train_inner.*? wps=([\d.]+)")
 
@@ -126,8 +132,7 @@ def curve_records(log: Path) -> dict:
     if not points:
         points = [{"epoch": int(e), "updates": int(u), "valid_loss": float(loss)}
                   for e, u, loss in _COMPARE_EPOCH.findall(text)]
-    speeds = sorted(float(w) for w in _WPS.findall(text))
-    return {"records": points, "train_wps_median": speeds[len(speeds) // 2] if speeds else None}
+    return {"records": points, "train_wps_median": _upper_median([float(w) for w in _WPS.findall(text)])}
 
 
 #: the benchmark's subprocess mode, one line per measurement:
@@ -144,12 +149,7 @@ def backend_records(log: Path, baseline: str) -> List[dict]:
     measured: Dict[tuple, List[tuple]] = {}
     for seq_len, spec, speed, memory in _MEASUREMENT.findall(log.read_text(encoding="utf-8", errors="replace")):
         measured.setdefault((spec, int(seq_len)), []).append((_number(speed), _number(memory)))
-
-    def median(values: List[Optional[float]]) -> Optional[float]:
-        known = sorted(v for v in values if v is not None)
-        return known[len(known) // 2] if known else None
-
-    rows = {key: (median([s for s, _ in values]), median([m for _, m in values]), len(values))
+    rows = {key: (_upper_median([s for s, _ in values]), _upper_median([m for _, m in values]), len(values))
             for key, values in measured.items()}
     records = []
     for (spec, seq_len), (speed, memory, repeats) in rows.items():
