@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..paths import REPO
-from .doc_tables import replace_block
+from .doc_tables import markdown, replace_block
 
 RESULTS = REPO / "docs" / "results" / "compare"
 README = REPO / "README.md"
@@ -83,14 +83,12 @@ def render(results: Path = RESULTS, base: Path = REPO) -> str:
         params = f"{extra['params'] / 1e6:.2f}M" if extra.get("params") else "-"
         speed = f"{extra['train_speed_ratio']:.2f}" if extra.get("train_speed_ratio") is not None else "-"
         rows.append([f"`{arch}`", norm, *(cells[(arch, norm)].get(c, "-") for _, _, c, _ in published), params, speed])
-    table_lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    table_lines += ["| " + " | ".join(row) + " |" for row in rows]
     notes = ("Cells: sacreBLEU (tokenized BLEU where a corpus has no raw reference), mean ± sd over the seeds "
              f"finished, and the difference from `{first['baseline']}` with the same norm placement and seeds; "
              "⇑/⇓ p < 0.01, ↑/↓ p < 0.05 (paired bootstrap over the seed-pooled test outputs). Training speed is a "
              "ratio to the baseline in the same grid (CPU runs share the machine: noisy). The full tables give "
              "every metric, the seeds, the recipe and the test.")
-    return "\n".join(lines) + "\n\n" + "\n".join(table_lines) + "\n\n" + notes
+    return "\n".join(lines) + "\n\n" + markdown(header, rows) + "\n\n" + notes
 
 
 def replace_section(readme_text: str, section: str) -> str:
