@@ -7,9 +7,10 @@
 #   the CUDA tests (tests/test_gpu.py, tests/test_flex.py) in 8 pytest-xdist workers; the suite's `train` stage
 #   (every family, --fp16 and --bf16); and the comparison command with --gpus 1 --fp16 on Multi30k
 #   (Transformer and DMAN, seed 1; needs runs/data/multi30k_de_en from data-prep/prepare-multi30k.sh).
-# Phase B then times the attention backends alone on the GPU, at base size, fp16, 1,024 tokens, in the
-#   benchmark's subprocess mode (a fresh process per model; `python -m fairseq_localness.gpu.record backends LOG`
-#   turns its lines into ratios to fairseq's transformer measured in the same run).
+# Phase B then times the attention backends alone on the GPU, at base size in fp16, in the benchmark's subprocess
+#   mode (a fresh process per model; `python -m fairseq_localness.gpu.record backends LOG` turns its lines into
+#   ratios to fairseq's transformer measured in the same run). BACKEND_GROUPS (default "core biases") picks the
+#   groups: core, biases, others (training at 1,024 tokens, flex against sdpa) and decode (beam search, 64 tokens).
 # Every log is packed into $OUT/gpu_timeboxed_logs.tar.gz after each phase, so a pass cut short keeps what
 # finished. Needs .gpu/ from `python -m fairseq_localness.gpu.suite prepare`, as scripts/gpu_suite.sh does.
 set -uo pipefail
@@ -63,15 +64,33 @@ mark "phase A done"
 # ---- phase B: attention backends, timed alone ------------------------------------------------------------------
 # the benchmark's subprocess mode: one fresh process per model (its Flex compile included in the warmup), one line
 # per measurement as it goes, so a run stopped by its limit keeps what it measured (gpu.record backends reads them)
-bench() {  # NAME ARCHS: 1,024 tokens, fp16, 10 timed steps per model, no decoding
-    timeout -k 10 "$phase_b_s" "$python" scripts/benchmark.py --archs "$2" --seq-lens 1024 --dtype fp16 --device cuda \
-        --repeats 1 --steps 10 --warmup 2 --no-decode --json "$work/backends_$1.json" > "$work/backends_$1.log" 2>&1
-    mark "backends $1 exit $?"
+bench() {  # NAME ARCHS BENCHMARK-OPTIONS...: fp16, one fresh process per model
+    local name=$1 archs=$2
+    shift 2
+    timeout -k 10 "$phase_b_s" "$python" scripts/benchmark.py --archs "$archs" --dtype fp16 --device cuda --repeats 1 \
+        "$@" --json "$work/backends_$name.json" > "$work/backends_$name.log" 2>&1
+    mark "backends $name exit $?"
     pack
 }
 f=locality_attention_backend
-bench core "transformer,transformer_csan1d@$f=flex,transformer_csan1d@$f=sdpa,transformer_gaussian_local@$f=flex,transformer_gaussian_local@$f=sdpa,transformer_dman@$f=flex,transformer_dman@$f=sdpa"
-bench biases "transformer,transformer_alibi@$f=flex,transformer_alibi@$f=sdpa,transformer_t5bias@$f=flex,transformer_t5bias@$f=sdpa,transformer_sman@$f=flex,transformer_sman@$f=sdpa"
+pairs() {  # transformer, then every ARCH through flex and through sdpa
+    local list=transformer arch
+    for arch in "$@"; do list+=",$arch@$f=flex,$arch@$f=sdpa"; done
+    echo "$list"
+}
+train_1024=(--seq-lens 1024 --steps 10 --warmup 2 --no-decode)  # training at 1,024 tokens, 10 timed steps
+# decoding: beam 4, 64 tokens per sentence; --locality-attention-backend flex decodes through Flex, sdpa does not
+decode_64=(--seq-lens 64 --steps 1 --warmup 1 --beam 4 --max-len 64)
+# BACKEND_GROUPS picks the groups, in order (each gets PHASE_B_S); the default fits one 600 s call after phase A
+for group in ${BACKEND_GROUPS:-core biases}; do
+    case $group in
+        core) bench core "$(pairs transformer_csan1d transformer_gaussian_local transformer_dman)" "${train_1024[@]}" ;;
+        biases) bench biases "$(pairs transformer_alibi transformer_t5bias transformer_sman)" "${train_1024[@]}" ;;
+        others) bench others "$(pairs transformer_hybrid_local transformer_kerple transformer_fire)" "${train_1024[@]}" ;;
+        decode) bench decode "$(pairs transformer_csan1d transformer_dman transformer_t5bias)" "${decode_64[@]}" ;;
+        *) echo "gpu_timeboxed.sh: BACKEND_GROUPS: unknown group '$group' (core, biases, others, decode)" >&2 ;;
+    esac
+done
 
 # ---- summary ---------------------------------------------------------------------------------------------------
 echo "== timeline"; cat "$work/timeline.txt"
@@ -79,5 +98,5 @@ echo "== tests"; grep -E "(FAILED|ERROR) " "$work/tests.log" | head -40; tail -3
 echo "== train"; grep -h -E "loss=" "$work"/train/train_*.log 2>/dev/null | wc -l; tail -5 "$work/train.log"
 cat "$work/train/gpu_suite.md" 2>/dev/null | sed -n '/## Training/,$p'
 echo "== compare"; tail -25 "$work/compare.log"
-for name in core biases; do echo "== backends $name"; tail -25 "$work/backends_$name.log"; done
+for log in "$work"/backends_*.log; do echo "== ${log##*/}"; tail -25 "$log"; done
 pack

@@ -24,7 +24,7 @@ from fairseq_localness.attention import backends, core
 from fairseq_localness.attention.backends import FLEX_BLOCK, BlockMaskCache, CallFacts, choose_backend, read_backend
 from fairseq_localness.attention.core import LocalityAttention
 from fairseq_localness.attention.errors import LocalityConfigError
-from fairseq_localness.attention.fusion import Band
+from fairseq_localness.attention.fusion import Band, FlexTerms
 from fairseq_localness.attention.protocol import AttentionSpec
 from fairseq_localness.attention.registry import get_locality_method
 
@@ -309,7 +309,8 @@ def facts(**kw) -> CallFacts:
     (dict(unfusable="csan2d: heads"), ("sdpa", "csan2d: heads")),
     (dict(requested="flex", dropout=True), ("sdpa", "attention dropout")),
     (dict(requested="flex", device="cpu", grad_on_cpu=True), ("sdpa", "gradients are needed on the CPU")),
-    (dict(incremental=True), ("sdpa", "incremental decoding")),
+    (dict(incremental=True), ("sdpa", "incremental decoding under auto")),
+    (dict(requested="flex", incremental=True), ("flex", "requested")),
     (dict(other_mask=True), ("sdpa", "attention mask")),
     (dict(capture=True), ("sdpa", "analysis capture")),
     (dict(flex_missing=True), ("sdpa", "no FlexAttention")),
@@ -430,20 +431,64 @@ def test_capture_falls_back(choices):
     assert captured.get("gaussian_center", ENC, 1).shape == (2, 19, HEADS)
 
 
-def test_incremental_steps_use_sdpa_and_match_flex_full(choices):
-    """Decoding step by step falls back to SDPA; its last step equals the full Flex forward's last position."""
-    block = attention_block([("dman", {}), ("csan1d", {"window": 3})], DEC, backend="flex")
-    query, _, _, _, _ = inputs(DEC, length=6)
-    future = torch.triu(torch.full((6, 6), float("-inf")), 1)
+STEP_PARAMS = [pytest.param(methods, kind, id=f"{case}-{kind}") for case, methods, kinds in CASES for kind in kinds
+               if kind in (DEC, CROSS)]
+
+
+def decode_steps(block: LocalityAttention, kind: str, backend: str, length: int = 9) -> torch.Tensor:
+    """(T, B, C) outputs of decoding one query at a time through ``backend`` (fairseq's incremental state)."""
+    query, key, pad, _, _ = inputs(kind, length=length)
+    block.backend = backend
+    state: dict = {}
+    outputs = []
     with torch.no_grad():
-        full = block(query, query, query, attn_mask=future, need_weights=False)[0]
-        assert choices[-1][0] == "flex"
-        state: dict = {}
-        for step in range(6):
-            last = block(query[step:step + 1], query[step:step + 1], query[step:step + 1], incremental_state=state,
-                         need_weights=False)[0]
-            assert choices[-1][0] == "sdpa" and "incremental" in choices[-1][1]
-    torch.testing.assert_close(last[0], full[-1], atol=1e-5, rtol=0)
+        for step in range(length):
+            row = query[step:step + 1]
+            if kind == CROSS:
+                out = block(row, key, key, key_padding_mask=pad, incremental_state=state, static_kv=True,
+                            need_weights=False)[0]
+            else:
+                out = block(row, row, row, incremental_state=state, need_weights=False)[0]
+            outputs.append(out)
+    return torch.cat(outputs)
+
+
+@pytest.mark.parametrize("methods,kind", STEP_PARAMS)
+def test_flex_decoding_steps_equal_full_reference(methods, kind, choices):
+    """An explicit ``flex`` decodes through Flex, one query per step (the band's block mask built from its
+    tables), and every step equals the same position of the full reference forward (``auto`` keeps SDPA for
+    steps: test_choice_rules)."""
+    block = attention_block(methods, kind)
+    query, key, pad, mask, _ = inputs(kind, length=9)
+    if kind == DEC:
+        pad = None  # decoding has no padding among the target prefix
+    with torch.no_grad():
+        full = block(query, key, key, key_padding_mask=pad, attn_mask=mask, need_weights=False)[0]
+    steps = decode_steps(block, kind, "flex")
+    assert {c for c in choices[1:]} == {("flex", "requested")}, choices
+    torch.testing.assert_close(steps, full, atol=ATOL[torch.float32], rtol=0)
+
+
+def test_decoding_step_band_mask_keeps_the_band():
+    """A decoding step's band block mask (the query is the last of S keys) keeps the blocks create_block_mask
+    keeps, and the attention over it is the softmax over the band's keys alone, computed densely."""
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+    band = Band(left=130, right=0)
+    gen = torch.Generator().manual_seed(3)
+    q = torch.randn(1, 1, 1, 16, generator=gen)
+    for src_len in (5, 129, 300):
+        k, v = torch.randn(2, 1, 1, src_len, 16, generator=gen).unbind(0)
+        call = backends.FlexCall(q, k, v, 0.25, [FlexTerms(band=band)], key_valid=None, causal=False)
+        mask = call.block_mask(call.terms)
+        exact = create_block_mask(backends._band_mask_mod(band, src_len - 1), None, None, 1, src_len, device="cpu",
+                                  BLOCK_SIZE=FLEX_BLOCK)
+        assert torch.equal(mask.to_dense(), exact.to_dense()), src_len
+        logits = (q @ k.transpose(-1, -2)) * 0.25
+        logits[..., : max(0, src_len - 1 - band.left)] = float("-inf")  # keys left of the band
+        expected = torch.softmax(logits, dim=-1) @ v
+        got = flex_attention(q, k, v, block_mask=mask, scale=0.25)
+        torch.testing.assert_close(got, expected, atol=1e-6, rtol=0, msg=lambda m: f"S={src_len}: {m}")
 
 
 def test_backend_is_logged_once_per_choice(caplog):

@@ -329,6 +329,50 @@ def test_beam_search_unchanged_by_static_cache_reuse(arch, data_bin, monkeypatch
     assert beams == ([4] * len(beams) if has_cross else []) and (len(beams) > 0) == has_cross, arch
 
 
+@pytest.mark.parametrize("arch,placement", [
+    ("transformer_csan1d", {"csan1d_attention": "encoder,decoder"}),
+    ("transformer_hybrid_local", {"hybrid_attention": "encoder,decoder"}),
+    ("transformer_gaussian_local", {"gaussian_attention": "encoder,decoder,cross"}),
+    ("transformer_sman", {}), ("transformer_dman", {}), ("transformer_t5bias", {}), ("transformer_alibi", {}),
+])
+def test_beam_search_through_flex_equals_sdpa(arch, placement, data_bin, monkeypatch):
+    """fairseq's beam search with every block on ``--locality-attention-backend flex`` (decoding steps through
+    Flex, beam reorders and finished sentences included) gives the hypotheses and scores of the SDPA path."""
+    from fairseq.sequence_generator import SequenceGenerator
+
+    from fairseq_localness.attention import core
+    from fairseq_localness.attention.core import LocalityAttention
+    from localness_testing import random_batch
+
+    steps = []  # the backend of every decoding step under flex (fairseq's alignment layer asks for weights: eager)
+
+    def spy(facts):
+        chosen = core_choose(facts)
+        if facts.incremental and facts.requested == "flex" and not facts.need_probs:
+            steps.append(chosen[0])
+        return chosen
+
+    core_choose = core.choose_backend
+    monkeypatch.setattr(core, "choose_backend", spy)
+
+    model, task = build_model(arch, data_bin, {**SMALL, **placement}, seed=3)  # decoder placements: steps to test
+    src, lengths, _ = random_batch(task, batch=5, src_len=9)
+    sample = {"id": torch.arange(5), "net_input": {"src_tokens": src, "src_lengths": lengths}}
+    blocks = [m for m in model.modules() if isinstance(m, LocalityAttention)]
+    decoded = {}
+    for backend in ("sdpa", "flex"):
+        for block in blocks:
+            block.backend = backend
+        generator = SequenceGenerator([model], task.target_dictionary, beam_size=4, max_len_b=10)
+        with torch.no_grad():
+            decoded[backend] = [[(h["tokens"].tolist(), float(h["score"])) for h in hyps]
+                                for hyps in generator.generate([model], sample)]
+    assert steps and set(steps) == {"flex"}, arch
+    for sdpa_hyps, flex_hyps in zip(decoded["sdpa"], decoded["flex"]):
+        assert [tokens for tokens, _ in flex_hyps] == [tokens for tokens, _ in sdpa_hyps], arch
+        assert [score for _, score in flex_hyps] == pytest.approx([score for _, score in sdpa_hyps], abs=1e-5), arch
+
+
 def test_one_row_per_sentence_only_where_rows_repeat():
     """(S, B*beam, C) encoder output -> (S, B, C) only when each sentence's beam rows are identical."""
     from types import SimpleNamespace

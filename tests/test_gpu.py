@@ -199,7 +199,8 @@ def test_cuda_flex_forward_backward_equals_reference(methods, kind, choices):  #
 @cuda
 @pytest.mark.parametrize("arch", architecture_families())
 def test_cuda_flex_incremental_equals_full(arch):
-    """Step-by-step decoding (SDPA, one query per step) equals the full forward through Flex, on CUDA."""
+    """Step-by-step decoding through Flex (an explicit ``flex``: one query per step, the compiled kernel's
+    decoding form) equals the full forward through Flex, on CUDA."""
     model = flex_model(arch, "flex").cuda()
     src, lengths, prev = (t.cuda() for t in sentence(24, seed=3))
     with torch.no_grad():
@@ -232,3 +233,29 @@ def test_cuda_flex_half_precision_at_1024(arch):
                 assert torch.isfinite(param.grad).all(), f"{where}: non-finite gradient of {name}"
         error = (out.float() - reference).abs().max().item()
         assert error <= TOLERANCE[dtype] * scale, f"{where}: max error {error:.4g} vs float32 scale {scale:.4g}"
+
+
+def test_timeboxed_backend_groups_match_their_docs():
+    """``scripts/gpu_timeboxed.sh``'s BACKEND_GROUPS: the groups it runs are the ones docs/gpu.md's table lists,
+    with the same models, and every model is a registered architecture."""
+    import re
+    from pathlib import Path
+
+    from fairseq.models import ARCH_MODEL_REGISTRY
+
+    import fairseq_localness  # noqa: F401  (registers the architectures)
+
+    root = Path(__file__).resolve().parents[1]
+    script = (root / "scripts" / "gpu_timeboxed.sh").read_text()
+    run = dict(re.findall(r"^\s+(\w+)\) bench \w+ \"\$\(pairs ([\w ]+)\)\"", script, flags=re.M))
+    doc = (root / "docs" / "gpu.md").read_text()
+    table = doc[doc.index("| group | models | measures |"):]
+    rows = dict(re.findall(r"^\| `(\w+)` \| ([^|]+) \|", table[: table.index("\n\n")], flags=re.M))
+    assert set(run) == set(rows) == {"core", "biases", "others", "decode"}
+    names = {"transformer_csan1d": "CSAN-1D", "transformer_gaussian_local": "Gaussian", "transformer_dman": "DMAN",
+             "transformer_alibi": "ALiBi", "transformer_t5bias": "T5", "transformer_sman": "SMAN",
+             "transformer_hybrid_local": "hybrid", "transformer_kerple": "KERPLE", "transformer_fire": "FIRE"}
+    for group, archs in run.items():
+        assert [names[a] for a in archs.split()] == [m.strip() for m in rows[group].split(",")], group
+        assert all(a in ARCH_MODEL_REGISTRY for a in archs.split()), group
+    assert re.search(r"BACKEND_GROUPS:-core biases\}", script)

@@ -82,8 +82,8 @@ def choose_backend(facts: CallFacts) -> Tuple[str, str]:
     call as the reference does: probabilities asked for, a method without a Flex form, attention dropout (Flex
     has none), gradients on the CPU, an attention mask other than the causal one, analysis capture; nor, under
     ``auto``, for gradients through a method that declares a training fallback (a Flex backward unverified or
-    measured slower); nor in incremental decoding (one query per step, where Flex's block machinery has nothing
-    to skip; to be decided by measurement on a GPU).
+    measured slower), nor for incremental decoding (one query per step, where Flex's block machinery has little
+    to skip; an explicit ``flex`` decodes through it, so that a GPU measurement can decide).
     """
     if facts.requested not in BACKENDS:
         raise ValueError(f"--locality-attention-backend: {facts.requested!r} is not one of {', '.join(BACKENDS)}")
@@ -101,7 +101,6 @@ def choose_backend(facts: CallFacts) -> Tuple[str, str]:
         (facts.unfusable, facts.unfusable),
         (facts.dropout, "attention dropout is active (Flex has no dropout)"),
         (facts.grad_on_cpu, "gradients are needed on the CPU (Flex has no CPU backward)"),
-        (facts.incremental, "incremental decoding (one query per step; to be chosen by measurement on a GPU)"),
         (facts.other_mask, "an attention mask other than the causal one"),
         (facts.capture, "analysis capture records dense values"),
     ):
@@ -109,6 +108,8 @@ def choose_backend(facts: CallFacts) -> Tuple[str, str]:
             return fallback, str(reason)
     if facts.requested == "auto" and facts.training_fallback:
         return fallback, facts.training_fallback
+    if facts.requested == "auto" and facts.incremental:
+        return fallback, "incremental decoding under auto (one query per step; --locality-attention-backend flex decodes through Flex)"
     return "flex", "every method has a Flex form" if facts.requested == "auto" else "requested"
 
 
@@ -279,7 +280,7 @@ def window_block_mask(lowest: Tensor, highest: Tensor, src_len: int, band: Optio
     last = torch.where(last < 0, first - 1, last // FLEX_BLOCK)
     count = (last - first + 1).clamp_min(0)
     indices = (first.unsqueeze(-1) + torch.arange(cols, device=lowest.device)).clamp_max(cols - 1)
-    mask_mod = _band_mask_mod(band) if band is not None and not band.unbounded else None
+    mask_mod = _band_mask_mod(band, src_len - tgt_len) if band is not None and not band.unbounded else None
     kwargs = {"mask_mod": mask_mod} if mask_mod is not None else {}
     return BlockMask.from_kv_blocks(count.to(torch.int32), indices.to(torch.int32), BLOCK_SIZE=FLEX_BLOCK,
                                     seq_lengths=(tgt_len, src_len), **kwargs)
@@ -339,23 +340,26 @@ class FlexCall:
                 band = band & term.band
         windows = [t.key_window for t in terms if t.key_window is not None]
         tgt_len, src_len = self.q.size(2), self.k.size(2)
+        if not windows and band.unbounded:
+            return None
+        if not windows and tgt_len == src_len:
+            return self.cache.get(band, src_len, self.q.device)
+        query = torch.arange(tgt_len, device=self.q.device) + (src_len - tgt_len)  # buffer index of each query
         if windows:
             offset = self.key_offset.view(-1, 1, 1) if self.key_offset is not None else 0
             lowest = torch.stack([w[0] for w in windows]).amax(dim=0).floor()
             highest = torch.stack([w[1] for w in windows]).amin(dim=0).ceil()
             lowest, highest = (lowest + offset).long(), (highest + offset).long()
-            if band.left is not None or band.right is not None:  # the band's limits narrow the windows
-                query = torch.arange(tgt_len, device=self.q.device) + (src_len - tgt_len)
-                if band.left is not None:
-                    lowest = torch.maximum(lowest, query - band.left)
-                if band.right is not None:
-                    highest = torch.minimum(highest, query + band.right)
-            return window_block_mask(lowest, highest, src_len, band)
-        if band.unbounded:
-            return None
-        if tgt_len != src_len:
-            raise ValueError("a band needs self-attention over the whole sequence (T = S)")
-        return self.cache.get(band, src_len, self.q.device)
+        else:
+            # decoding steps (the queries are the last T of S keys): the band's key range per query, one row
+            # shared by every sentence and head, instead of a create_block_mask over (T, S) at every step
+            lowest = torch.zeros(1, 1, tgt_len, dtype=torch.long, device=self.q.device)
+            highest = torch.full_like(lowest, src_len - 1)
+        if band.left is not None:  # the band's limits narrow the windows
+            lowest = torch.maximum(lowest, query - band.left)
+        if band.right is not None:
+            highest = torch.minimum(highest, query + band.right)
+        return window_block_mask(lowest, highest, src_len, band)
 
     def attend(self, extra: Optional[FlexTerms] = None) -> Tensor:
         terms = self.terms + ([extra] if extra is not None else [])
