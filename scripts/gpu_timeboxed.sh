@@ -10,7 +10,8 @@
 # Phase B then times the attention backends alone on the GPU, at base size in fp16, in the benchmark's subprocess
 #   mode (a fresh process per model; `python -m fairseq_localness.gpu.record backends LOG` turns its lines into
 #   ratios to fairseq's transformer measured in the same run). BACKEND_GROUPS (default "core biases") picks the
-#   groups: core, biases, others (training at 1,024 tokens, flex against sdpa) and decode (beam search, 64 tokens).
+#   groups: core, biases, others (training at 1,024 tokens, flex against sdpa), decode (beam search, 64 tokens) and
+#   profile (DMAN's top GPU kernels per step, both backends).
 # Every log is packed into $OUT/gpu_timeboxed_logs.tar.gz after each phase, so a pass cut short keeps what
 # finished. Needs .gpu/ from `python -m fairseq_localness.gpu.suite prepare`, as scripts/gpu_suite.sh does.
 set -uo pipefail
@@ -88,7 +89,9 @@ for group in ${BACKEND_GROUPS:-core biases}; do
         biases) bench biases "$(pairs transformer_alibi transformer_t5bias transformer_sman)" "${train_1024[@]}" ;;
         others) bench others "$(pairs transformer_hybrid_local transformer_kerple transformer_fire)" "${train_1024[@]}" ;;
         decode) bench decode "$(pairs transformer_csan1d transformer_dman transformer_t5bias)" "${decode_64[@]}" ;;
-        *) echo "gpu_timeboxed.sh: BACKEND_GROUPS: unknown group '$group' (core, biases, others, decode)" >&2 ;;
+        # where DMAN's training time goes: one interleaved round, the top kernels by GPU time per model
+        profile) bench profile "$(pairs transformer_dman)" --seq-lens 1024 --interleaved 1 --profile 15 --no-decode ;;
+        *) echo "gpu_timeboxed.sh: BACKEND_GROUPS: unknown group '$group' (core, biases, others, decode, profile)" >&2 ;;
     esac
 done
 

@@ -251,7 +251,7 @@ def test_timeboxed_backend_groups_match_their_docs():
     doc = (root / "docs" / "gpu.md").read_text()
     table = doc[doc.index("| group | models | measures |"):]
     rows = dict(re.findall(r"^\| `(\w+)` \| ([^|]+) \|", table[: table.index("\n\n")], flags=re.M))
-    assert set(run) == set(rows) == {"core", "biases", "others", "decode"}
+    assert set(run) == set(rows) == {"core", "biases", "others", "decode", "profile"}
     names = {"transformer_csan1d": "CSAN-1D", "transformer_gaussian_local": "Gaussian", "transformer_dman": "DMAN",
              "transformer_alibi": "ALiBi", "transformer_t5bias": "T5", "transformer_sman": "SMAN",
              "transformer_hybrid_local": "hybrid", "transformer_kerple": "KERPLE", "transformer_fire": "FIRE"}

@@ -99,7 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "decoding call per model (torch's FlopCounterMode) and print their ratios to the "
                         "baseline: the speed ratio a model can reach where matrix products dominate")
     p.add_argument("--profile", type=int, metavar="TOP", default=0,
-                   help="with --interleaved: print the TOP operators by self CPU time per model and step kind")
+                   help="with --interleaved: print the TOP operators per model and step kind, by self CPU time "
+                   "(by self GPU time on CUDA)")
     p.add_argument("--list-archs", action="store_true",
                    help="list the registered architectures and exit")
     return p

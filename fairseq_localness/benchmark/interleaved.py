@@ -203,18 +203,23 @@ def format_rounds(records: List[dict]) -> str:
     return "\n".join(lines)
 
 
-def profile_contenders(contenders: List[Contender], top: int) -> str:
-    """The ``top`` operators by self CPU time of one training step and one decoding call, per model."""
+def profile_contenders(contenders: List[Contender], top: int, on_gpu: bool = False,
+                       sync: Callable[[], None] = lambda: None) -> str:
+    """The ``top`` operators of one training step and one decoding call, per model: by self CPU time, or on a
+    GPU by self GPU time (the host's time there is mostly kernel launches, not the work)."""
     from torch.profiler import ProfilerActivity, profile
 
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_gpu else [])
+    sort_by = "self_device_time_total" if on_gpu else "self_cpu_time_total"
     blocks = []
     for contender in contenders:
         for kind, call in (("train", contender.train_step), ("decode", contender.decode)):
             if call is None:
                 continue
-            with profile(activities=[ProfilerActivity.CPU]) as prof:
+            with profile(activities=activities) as prof:
                 call()
-            table = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=top)
+                sync()  # the GPU's kernels finish inside the profiled region
+            table = prof.key_averages().table(sort_by=sort_by, row_limit=top)
             blocks.append(f"== {contender.spec.label}: {kind} ==\n{table}")
     return "\n".join(blocks)
 
@@ -253,7 +258,7 @@ def run_interleaved(specs: List[Spec], seq_lens: List[int], settings: dict, roun
             if flops:
                 count_flops(contenders)
             if profile_top > 0:
-                log(profile_contenders(contenders, profile_top))
+                log(profile_contenders(contenders, profile_top, on_gpu=device.type == "cuda", sync=sync))
         records.extend(summarise_rounds(contenders, seq_len))
         del contenders
     return records
