@@ -138,6 +138,35 @@ def test_backend_records_need_the_baseline(tmp_path):
         raise AssertionError("ratios without their baseline were accepted")
 
 
+DECODE_LOG = """\
+[1/1] L=64 transformer: train 9,000 tok/s, peak 900 MB, decode 2,000 tok/s (4.1 s)
+[1/1] L=64 transformer_dman@locality_attention_backend=flex: train 3,000 tok/s, peak 1,000 MB, decode 500 tok/s (9.0 s)
+[1/1] L=64 transformer_dman@locality_attention_backend=sdpa: train 4,500 tok/s, peak 1,200 MB, decode 1,000 tok/s (5.0 s)
+"""
+
+
+def test_backend_records_keep_the_decoding_speed(tmp_path):
+    """Lines with ", decode ... tok/s" (the benchmark without --no-decode) give decoding speeds and ratios, and
+    the backends table gains their columns; a run without them keeps its columns."""
+    from fairseq_localness.experiments.doc_tables import gpu_backends_table
+    from fairseq_localness.gpu.record import backend_records
+
+    log = tmp_path / "decode.log"
+    log.write_text(DECODE_LOG)
+    records = {r["options"]: r for r in backend_records(log, "transformer")}
+    flex = records["locality_attention_backend=flex"]
+    assert (flex["decode_tokens_per_s"], flex["decode_ratio"], flex["train_ratio"]) == (500.0, 0.25, 0.333)
+    sdpa = records["locality_attention_backend=sdpa"]
+    assert (sdpa["decode_tokens_per_s"], sdpa["decode_ratio"]) == (1000.0, 0.5)
+    table = gpu_backends_table([{"baseline": "transformer", "records": list(records.values())}], None)
+    assert table.splitlines()[0].endswith("| decoding tokens/s | decoding ratio |")
+    assert "| `transformer_dman` | flex | 64 | 3,000 | 0.33 | 1,000 | 1.11 | 500 | 0.25 |" in table
+    log.write_text(BENCHMARK_LOG)
+    assert all("decode_tokens_per_s" not in r for r in backend_records(log, "transformer"))
+    plain = gpu_backends_table([{"baseline": "transformer", "records": backend_records(log, "transformer")}], None)
+    assert "decoding" not in plain
+
+
 def test_train_records_of_a_suite_stopped_early(tmp_path):
     """Only runs whose log says fairseq finished are results; a run cut short, or one that did not learn, is not
     passed off as one."""

@@ -454,14 +454,22 @@ def gpu_curve_table(runs, also):
 
 
 def gpu_backends_table(runs, also):
-    """Training speed and peak memory per model and attention backend, as ratios to the run's own baseline."""
+    """Training speed and peak memory per model and attention backend, as ratios to the run's own baseline, and
+    the decoding speed where the run decoded."""
     from ..benchmark.report import _fmt
 
-    rows = [[f"`{r['arch']}`", r["options"].partition("locality_attention_backend=")[2].split(",")[0] or "-",
-             r["seq_len"], _fmt(r["train_tokens_per_s"], "{:,.0f}"), _fmt(r["train_ratio"], "{:.2f}"),
-             _fmt(r["peak_mem_mb"], "{:,.0f}"), _fmt(r["memory_ratio"], "{:.2f}")] for r in records(runs)]
-    return markdown(("model", "backend", "length", "training tokens/s", f"ratio to `{runs[0]['baseline']}`",
-                     "peak MB", "memory ratio"), rows)
+    decoded = any("decode_tokens_per_s" in r for r in records(runs))
+    rows = []
+    for r in records(runs):
+        row = [f"`{r['arch']}`", r["options"].partition("locality_attention_backend=")[2].split(",")[0] or "-",
+               r["seq_len"], _fmt(r["train_tokens_per_s"], "{:,.0f}"), _fmt(r["train_ratio"], "{:.2f}"),
+               _fmt(r["peak_mem_mb"], "{:,.0f}"), _fmt(r["memory_ratio"], "{:.2f}")]
+        if decoded:
+            row += [_fmt(r.get("decode_tokens_per_s"), "{:,.0f}"), _fmt(r.get("decode_ratio"), "{:.2f}")]
+        rows.append(row)
+    header = ("model", "backend", "length", "training tokens/s", f"ratio to `{runs[0]['baseline']}`", "peak MB",
+              "memory ratio") + (("decoding tokens/s", "decoding ratio") if decoded else ())
+    return markdown(header, rows)
 
 
 # ---------------------------------------------------------------------------------------------------- testing

@@ -135,9 +135,10 @@ def curve_records(log: Path) -> dict:
     return {"records": points, "train_wps_median": _upper_median([float(w) for w in _WPS.findall(text)])}
 
 
-#: the benchmark's subprocess mode, one line per measurement:
+#: the benchmark's subprocess mode, one line per measurement (", decode ... tok/s" unless --no-decode):
 #: "[1/1] L=1024 transformer_dman@locality_attention_backend=flex: train 6,463 tok/s, peak 5,027 MB (67.5 s)"
-_MEASUREMENT = re.compile(r"^\[\d+/\d+\] L=(\d+) (\S+): train ([\d,.]+|-) tok/s, peak ([\d,.]+|-) MB", re.M)
+_MEASUREMENT = re.compile(r"^\[\d+/\d+\] L=(\d+) (\S+): train ([\d,.]+|-) tok/s, peak ([\d,.]+|-) MB"
+                          r"(?:, decode ([\d,.]+|-) tok/s)?", re.M)
 
 
 def _number(text: str) -> Optional[float]:
@@ -145,22 +146,30 @@ def _number(text: str) -> Optional[float]:
 
 
 def backend_records(log: Path, baseline: str) -> List[dict]:
-    """One record per measured model and length (the median over repeats), with its ratios to ``baseline``."""
+    """One record per measured model and length (the median over repeats), with its ratios to ``baseline``;
+    decoding figures where the benchmark decoded."""
     measured: Dict[tuple, List[tuple]] = {}
-    for seq_len, spec, speed, memory in _MEASUREMENT.findall(log.read_text(encoding="utf-8", errors="replace")):
-        measured.setdefault((spec, int(seq_len)), []).append((_number(speed), _number(memory)))
-    rows = {key: (_upper_median([s for s, _ in values]), _upper_median([m for _, m in values]), len(values))
+    for seq_len, spec, *figures in _MEASUREMENT.findall(log.read_text(encoding="utf-8", errors="replace")):
+        measured.setdefault((spec, int(seq_len)), []).append(tuple(_number(f) if f else None for f in figures))
+    # per key: the median training speed, peak memory and decoding speed, and the number of repeats
+    rows = {key: tuple(_upper_median([v[i] for v in values]) for i in range(3)) + (len(values),)
             for key, values in measured.items()}
+
+    def ratio(value, base):
+        return round(value / base, 3) if value and base else None
+
     records = []
-    for (spec, seq_len), (speed, memory, repeats) in rows.items():
+    for (spec, seq_len), (speed, memory, decode, repeats) in rows.items():
         arch, _, options = spec.partition("@")
-        base_speed, base_memory, _ = rows.get((baseline, seq_len), (None, None, 0))
-        records.append({
+        base_speed, base_memory, base_decode, _ = rows.get((baseline, seq_len), (None, None, None, 0))
+        record = {
             "arch": arch, "options": options, "seq_len": seq_len, "repeats": repeats,
             "train_tokens_per_s": speed, "peak_mem_mb": memory,
-            "train_ratio": round(speed / base_speed, 3) if speed and base_speed else None,
-            "memory_ratio": round(memory / base_memory, 3) if memory and base_memory else None,
-        })
+            "train_ratio": ratio(speed, base_speed), "memory_ratio": ratio(memory, base_memory),
+        }
+        if any(v[2] is not None for v in measured[(spec, seq_len)]):
+            record.update(decode_tokens_per_s=decode, decode_ratio=ratio(decode, base_decode))
+        records.append(record)
     if not any(r["arch"] == baseline for r in records):
         raise SystemExit(f"{log}: no measurement of the baseline {baseline!r}: ratios need it (--baseline)")
     return records
