@@ -73,6 +73,23 @@ def test_mean_and_sample_sd_by_hand():
     assert compare.mean_sd([1.0, None, 3.0]) == (2.0, pytest.approx(2 ** 0.5))
 
 
+def test_training_speed_is_the_update_weighted_median_of_the_epochs(tmp_path):
+    """The speed column's wps: epochs of 126 updates at 3,000, 2,800 and 2,900 wps, one paused epoch at 200 and a
+    resumed partial epoch of 10 updates at 100. Sorted: 100 (10), 200 (126), 2,800 (126), 2,900 (126), 3,000 (126);
+    half the 514 updates is 257, reached at 2,800 (10 + 126 + 126 = 262). The update-weighted mean would be
+    (100 * 10 + 200 * 126 + 8,700 * 126) / 514 = 2,183.7, pulled down by the pause."""
+    from fairseq_localness.experiments.runlog import stats, weighted_median
+
+    line = "[2026-11-26 12:00:00,000][train][INFO] - epoch {e:03d} | loss 5.0 | wps {wps} | ups 1.0 | num_updates {u}\n"
+    log = "[2026-11-26 12:00:00,000][fairseq_cli.train][INFO] - num. shared model params: 2,396,672 (num. trained: 2,396,672)\n"
+    for epoch, (wps, updates) in enumerate([(3000, 126), (200, 252), (2800, 378), (2900, 504), (100, 514)], 1):
+        log += line.format(e=epoch, wps=wps, u=updates)
+    (tmp_path / "hydra_train.log").write_text(log)
+    assert stats(tmp_path) == {"params": 2396672, "train_wps": 2800.0, "updates": 514}
+    assert weighted_median([(1.0, 1), (2.0, 1)]) == 1.0  # an even split: the lower middle value
+    assert weighted_median([(5.0, 0)]) is None and weighted_median([]) is None
+
+
 def write_eval(directory: Path, hyps, refs) -> Path:
     directory.mkdir(parents=True)
     (directory / "hyp.tok.txt").write_text("".join(h + "\n" for h in hyps))

@@ -566,8 +566,9 @@ def write_outputs(grid: Grid, records: List[Dict[str, Any]], rows: List[Dict[str
         f"Δ: seed-pooled BLEU minus that of `{grid.baseline}` with the same norm placement and seeds; mark and p from paired bootstrap "
         "resampling (1,000 samples) of the seed-pooled test outputs (each seed paired with the baseline's same seed; "
         "⇑/⇓ p < 0.01, ↑/↓ p < 0.05). sacreBLEU where the corpus has raw references, else tokenized BLEU.",
-        "Speeds: training target tokens/s (fairseq's wps) and decoding target tokens/s (fairseq-generate), "
-        "mean over seeds, as ratios to the baseline's mean in the same grid"
+        "Speeds: training target tokens/s (fairseq's wps: each run's median epoch, weighted by updates) and "
+        "decoding target tokens/s (fairseq-generate), mean over seeds, as ratios to the baseline's mean in the "
+        "same grid"
         + (" (CPU runs share the machine two at a time: ratios carry that noise; docs/benchmark.md measures speed "
            "on a quiet machine)." if not grid.gpus else "."),
     ]

@@ -32,12 +32,15 @@ def train_log(save_dir: Path) -> Path:
 def stats(save_dir: Path) -> Dict[str, Optional[float]]:
     """Parameters and training speed (target tokens/s, fairseq's wps) from a run's hydra_train.log.
 
-    The speed is the mean of the per-epoch wps weighted by the updates of each
-    epoch (epochs of a resumed run count once each).
+    The speed is the median of the per-epoch wps weighted by the updates of each epoch (epochs of a resumed run
+    count once each). fairseq's epoch wps counts wall time, so an epoch during which the run was paused, or shared
+    the machine with a burst of other work, reads far lower than the rest; the median leaves such an epoch out
+    where a mean would carry it.
     """
     path = train_log(save_dir)
     params: Optional[int] = None
-    weighted, updates, last = 0.0, 0, 0
+    epochs: List[Tuple[float, int]] = []  # (wps, updates) per epoch summary
+    last = 0
     if path.exists():
         for line in path.read_text(errors="replace").splitlines():
             match = _PARAMS.search(line)
@@ -46,9 +49,23 @@ def stats(save_dir: Path) -> Dict[str, Optional[float]]:
             match = _TRAIN_EPOCH.search(line)
             if match:
                 wps, num_updates = float(match.group(1)), int(match.group(2))
-                steps = max(num_updates - last, 0)
-                weighted, updates, last = weighted + wps * steps, updates + steps, num_updates
-    return {"params": params, "train_wps": round(weighted / updates, 1) if updates else None, "updates": last or None}
+                epochs.append((wps, max(num_updates - last, 0)))
+                last = num_updates
+    return {"params": params, "train_wps": weighted_median(epochs), "updates": last or None}
+
+
+def weighted_median(values: Sequence[Tuple[float, int]]) -> Optional[float]:
+    """The value at which the cumulative weight first reaches half the total, over (value, weight) pairs (the
+    lower of the two middle values where the weights split evenly); None without weight."""
+    ordered = sorted((value, weight) for value, weight in values if weight > 0)
+    total = sum(weight for _, weight in ordered)
+    if not total:
+        return None
+    reached, index = 0, 0
+    while 2 * (reached + ordered[index][1]) < total:  # stops at the last pair at the latest
+        reached += ordered[index][1]
+        index += 1
+    return round(ordered[index][0], 1)
 
 
 def final_train_loss(save_dir: Path) -> Optional[float]:
