@@ -344,7 +344,6 @@ class FlexCall:
             return None
         if not windows and tgt_len == src_len:
             return self.cache.get(band, src_len, self.q.device)
-        query = torch.arange(tgt_len, device=self.q.device) + (src_len - tgt_len)  # buffer index of each query
         if windows:
             offset = self.key_offset.view(-1, 1, 1) if self.key_offset is not None else 0
             lowest = torch.stack([w[0] for w in windows]).amax(dim=0).floor()
@@ -355,10 +354,12 @@ class FlexCall:
             # shared by every sentence and head, instead of a create_block_mask over (T, S) at every step
             lowest = torch.zeros(1, 1, tgt_len, dtype=torch.long, device=self.q.device)
             highest = torch.full_like(lowest, src_len - 1)
-        if band.left is not None:  # the band's limits narrow the windows
-            lowest = torch.maximum(lowest, query - band.left)
-        if band.right is not None:
-            highest = torch.minimum(highest, query + band.right)
+        if not band.unbounded:  # the band's limits narrow the windows
+            query = torch.arange(tgt_len, device=self.q.device) + (src_len - tgt_len)  # buffer index of each query
+            if band.left is not None:
+                lowest = torch.maximum(lowest, query - band.left)
+            if band.right is not None:
+                highest = torch.minimum(highest, query + band.right)
         return window_block_mask(lowest, highest, src_len, band)
 
     def attend(self, extra: Optional[FlexTerms] = None) -> Tensor:
