@@ -486,10 +486,10 @@ def _round(value: Optional[float], digits: int = 2) -> Optional[float]:
     return None if value is None else round(value, digits)
 
 
-def _pm(mean: Optional[float], sd: Optional[float]) -> str:
+def _pm(mean: Optional[float], sd: Optional[float], digits: int = 2) -> str:
     if mean is None:
         return "n/a"
-    return f"{mean:.2f} ± {sd:.2f}" if sd is not None else f"{mean:.2f}"
+    return f"{mean:.{digits}f} ± {sd:.{digits}f}" if sd is not None else f"{mean:.{digits}f}"
 
 
 def markdown_table(rows: List[Dict[str, Any]], baseline: str) -> str:
@@ -506,7 +506,7 @@ def markdown_table(rows: List[Dict[str, Any]], baseline: str) -> str:
             f"| `{row['arch']}` | {row['norm']} | {len(row['seeds'])} | {_pm(row['sacrebleu'], row['sacrebleu_sd'])} | "
             f"{_pm(row['tokenized_bleu'], row['tokenized_bleu_sd'])} | {_pm(row['chrf'], row['chrf_sd'])} | {delta} | "
             f"{_params(row['params'])} | {_ratio(row['train_speed_ratio'])} | {_ratio(row['decode_speed_ratio'])} | "
-            f"{_pm(row['epochs'], row['epochs_sd'])} |")
+            f"{_pm(row['epochs'], row['epochs_sd'], digits=1)} |")
     return "\n".join(lines) + "\n"
 
 
