@@ -1,9 +1,9 @@
 """Today's position methods as whole models: ALiBi, T5 biases, KERPLE, FIRE, RoPE (docs/methods/modern.md).
 
 Each architecture built through fairseq's parser: its defaults (no sinusoidal embeddings), incremental decoding with
-a beam reorder equal to the full forward, padding invariance, T5's and FIRE's tables shared per stack (and saved
-and loaded), clear errors for cross attention, and fairseq-train + fairseq-generate end to end. The equations by
-hand are in tests/test_equations_modern.py.
+a beam reorder equal to the full forward, padding invariance, T5's table, KERPLE's (r1, r2) and FIRE's function
+shared per stack (and saved and loaded), clear errors for cross attention, and fairseq-train + fairseq-generate end
+to end. The equations by hand are in tests/test_equations_modern.py.
 """
 
 import pytest
@@ -18,7 +18,7 @@ CASES = [
     ("transformer_t5bias", {}),
     ("transformer_t5bias", {"t5bias_share_layers": False, "t5bias_num_buckets": 8, "t5bias_max_distance": 6}),
     ("transformer_kerple", {}),
-    ("transformer_kerple", {"kerple_kernel": "power"}),
+    ("transformer_kerple", {"kerple_kernel": "power", "kerple_share_layers": False}),
     ("transformer_fire", {}),
     ("transformer_fire", {"fire_share_layers": False, "fire_init_l": 3}),
     ("transformer_rope", {}),
@@ -55,7 +55,7 @@ def test_architecture_defaults(tiny_data_bin, arch, method):
     assert plain.encoder.embed_positions is not None
 
 
-@pytest.mark.parametrize("method,attr", [("t5bias", "table"), ("fire", "fire")])
+@pytest.mark.parametrize("method,attr", [("t5bias", "table"), ("kerple", "kernel"), ("fire", "fire")])
 def test_one_table_per_stack_shared_by_its_layers(tiny_data_bin, tmp_path, method, attr):
     model, task = build_model(f"transformer_{method}", tiny_data_bin)
     encoder = [getattr(layer.self_attn.locality[0], attr) for layer in model.encoder.layers]
@@ -112,7 +112,8 @@ def test_trains_and_translates(tiny_data_bin, tmp_path, arch):
     train_and_generate(tiny_data_bin, tmp_path, arch)
 
 
-@pytest.mark.parametrize("extra", [["--kerple-kernel", "power"], ["--t5bias-share-layers", "false"],
+@pytest.mark.parametrize("extra", [["--kerple-kernel", "power"], ["--kerple-share-layers", "false"],
+                                   ["--t5bias-share-layers", "false"],
                                    ["--fire-share-layers", "false"]], ids=lambda e: "".join(e))
 def test_half_precision_of_the_variants(extra):
     """tests/test_half_precision.py runs every family's default; the power kernel squares distances up to 1,023."""

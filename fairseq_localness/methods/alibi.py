@@ -12,7 +12,8 @@ Head slopes (Section 3): the geometric sequence that starts at 2^(-8/H) and has 
 
 For H not a power of two the paper's released code (``get_slopes``, repeated in KERPLE's code) takes the
 H' = 2^floor(log2 H) slopes of H' heads, then every other slope of 2H' heads, 2^(-8(2k - 1) / (2H')) for
-k = 1..H - H': values that fall between (interleave with) the first H' slopes, appended after them in head order.
+k = 1..H - H', appended after them in head order: values that interleave with the first H' slopes, the first of
+them, 2^(-4/H'), above them all (12 heads: 0.707, 0.354, 0.177, 0.088 after 1/2 ... 1/256).
 
 Our readings: in the bidirectional encoder (the paper has causal language models only) the penalty is symmetric,
 b_ij = -m_h |i - j|; cross attention has no i - j (queries and keys are different sequences) and is refused.

@@ -7,7 +7,10 @@ two kernels the paper trains; we cite no section or equation numbers because we 
     power:        b_ij = -r1 |i - j|^r2,          r1 > 0,  0 < r2 <= 2
     logarithmic:  b_ij = -r1 log(1 + r2 |i - j|), r1 > 0,  r2 > 0
 
-r1 and r2 are learned, one pair per head and layer. How they are kept in range follows the authors' released code
+r1 and r2 are learned, one pair per head, shared across layers: the authors' released code builds one kernel module
+and hands it to every layer of its language model (``megatron/model/gpt2_model.py``, ``rpe=rpe_emb``). Our reading
+for an encoder-decoder: one pair per head for each stack (encoder, decoder), shared by its layers;
+``share_layers=False`` gives every layer its own pair. How they are kept in range follows that code
 (github.com/chijames/KERPLE, ``megatron/mpu/layers.py``, ``ParallelKerpleLog`` / ``ParallelKerplePower``): before
 every training forward the parameters themselves are clamped, r1, r2 >= 0.01 (and r2 <= 2 for the power kernel),
 a projection after each optimiser step rather than a reparameterisation (no softplus); the forward also clamps, so
@@ -31,6 +34,7 @@ from ..attention.errors import LocalityConfigError
 from ..attention.fusion import FlexTerms
 from ..attention.protocol import LocalityMethod, MethodOptions
 from ..attention.registry import register_locality_method
+from ..attention.sharing import shared_per_stack
 from ..attention.tensors import large_negative
 
 KERNELS = ("log", "power")
@@ -50,6 +54,10 @@ class KerpleOptions(MethodOptions):
         metadata={"help": "log: -r1 log(1 + r2 |i-j|) (the paper's better kernel); power: -r1 |i-j|^r2",
                   "choices": KERNELS},
     )
+    share_layers: bool = field(
+        default=True, metadata={"help": "one (r1, r2) per head shared by the stack's layers, as the "
+                                        "authors' code (false: one per layer)"}
+    )
 
     def validate(self, method: str) -> None:
         super().validate(method)
@@ -60,26 +68,49 @@ class KerpleOptions(MethodOptions):
             )
 
 
+class KernelParameters(nn.Module):
+    """r1 and r2 of every head, initialised as the released code: log kernel r1 ~ U(0, 2), r2 ~ U(0, 1); power
+    kernel r1 ~ U(0, 1), r2 ~ U(0, 2)."""
+
+    def __init__(self, heads: int, kernel: str):
+        super().__init__()
+        self.kernel = kernel
+        scale_r1, scale_r2 = (2.0, 1.0) if kernel == "log" else (1.0, 2.0)
+        self.r1 = nn.Parameter(torch.rand(heads) * scale_r1)
+        self.r2 = nn.Parameter(torch.rand(heads) * scale_r2)
+
+    def bounds(self):
+        """((low, high) of r1, (low, high) of r2); None: unbounded."""
+        return (EPS, None), (EPS, 2.0 if self.kernel == "power" else None)
+
+
 @register_locality_method("kerple")
 class Kerple(LocalityMethod):
-    """-r1 log(1 + r2 |i - j|) or -r1 |i - j|^r2 with r1, r2 learned per head (Chi et al. 2022)."""
+    """-r1 log(1 + r2 |i - j|) or -r1 |i - j|^r2 with r1, r2 learned per head (Chi et al. 2022), shared by the
+    stack's layers."""
 
     Options = KerpleOptions
     supported_attention = frozenset({"encoder", "decoder"})
 
     def __init__(self, options: KerpleOptions, spec):
         super().__init__(options, spec)
-        heads = spec.num_heads
-        scale_r1, scale_r2 = (2.0, 1.0) if options.kernel == "log" else (1.0, 2.0)
-        self.r1 = nn.Parameter(torch.rand(heads) * scale_r1)
-        self.r2 = nn.Parameter(torch.rand(heads) * scale_r2)
 
-    def _bounds(self):
-        return (EPS, None), (EPS, 2.0 if self.options.kernel == "power" else None)
+        def build() -> KernelParameters:
+            return KernelParameters(spec.num_heads, options.kernel)
+
+        self.kernel = shared_per_stack(options, spec, "kerple", build) if options.share_layers else build()
+
+    @property
+    def r1(self) -> nn.Parameter:
+        return self.kernel.r1
+
+    @property
+    def r2(self) -> nn.Parameter:
+        return self.kernel.r2
 
     def constrained(self):
         """(r1, r2) in range, float32; in training the parameters are first projected, as the authors' code does."""
-        (lo1, hi1), (lo2, hi2) = self._bounds()
+        (lo1, hi1), (lo2, hi2) = self.kernel.bounds()
         if self.training:  # on .data, as the released code: no autograd version bump of a saved parameter
             self.r1.data.clamp_(lo1, hi1)
             self.r2.data.clamp_(lo2, hi2)
