@@ -109,7 +109,7 @@ def test_pooled_bootstrap_when_every_resample_favours_the_system(tmp_path):
     baseline = [write_eval(tmp_path / f"base{s}", wrong, REFS) for s in (1, 2)]
     result = compare.pooled_significance(system, baseline, lowercase=False, samples=199)["tokenized_bleu"]
     assert result["system"] == 100.0 and result["baseline"] == 0.0 and result["delta"] == 100.0
-    assert result["p_value"] == round(1 / 200, 4)
+    assert result["p_value"] == round(1 / 200, 3)
     assert result["mark"] == "⇑"
     reverse = compare.pooled_significance(baseline, system, lowercase=False, samples=199)["tokenized_bleu"]
     assert reverse["mark"] == "⇓" and reverse["delta"] == -100.0
@@ -124,20 +124,82 @@ def test_pooled_bootstrap_of_identical_outputs_is_no_evidence(tmp_path):
 
 
 def test_pooled_outputs_pair_seed_k_with_seed_k(tmp_path):
-    """The pooled system is seed 1's lines then seed 2's; its BLEU is the corpus BLEU of that concatenation
-    (not the mean of the seeds' BLEUs)."""
+    """The pooled system is every seed's output; its BLEU is the corpus BLEU of their concatenation (not the mean
+    of the seeds' BLEUs)."""
     from sacrebleu.metrics import BLEU
 
     seed1 = ["the cat sat on the mat", "a dog ran", "birds fly over the old town", "she reads a long book"]
     seed2 = ["the cat sat", "a dog ran in the park", "birds fly", "she reads a long book"]
     system = [write_eval(tmp_path / "s1", seed1, REFS), write_eval(tmp_path / "s2", seed2, REFS)]
-    assert compare.pooled_outputs(system, "hyp.tok.txt") == seed1 + seed2
-    assert compare.pooled_outputs(system, "ref.tok.txt") == REFS + REFS
+    assert compare.run_outputs(system, "hyp.tok.txt") == [seed1, seed2]
     baseline = [write_eval(tmp_path / "b1", seed2, REFS), write_eval(tmp_path / "b2", seed1, REFS)]
     result = compare.pooled_significance(system, baseline, lowercase=False, samples=50)["tokenized_bleu"]
     pooled = BLEU(tokenize="none", smooth_method="none", force=True).corpus_score(seed1 + seed2, [REFS + REFS]).score
     assert result["system"] == round(pooled, 2) == result["baseline"]  # the same lines, paired the other way
     assert result["mark"] == ""
+
+
+def test_a_repeated_seed_is_no_new_evidence(tmp_path):
+    """The resampling unit is the test sentence, with all its outputs: three seeds that translated every sentence
+    alike give the scores and the p of one seed. Resampling the 3N pooled lines one by one, as if they were 3N
+    sentences, would shrink p (on the published Multi30k outputs: p = 0.146 for one seed, 0.041 for the same seed
+    three times)."""
+    import random
+
+    rng = random.Random(0)
+    refs = [" ".join(rng.choice("abcdefgh") for _ in range(rng.randint(4, 9))) for _ in range(40)]
+
+    def noisy(line, rate):
+        return " ".join(w if rng.random() > rate else "z" for w in line.split())
+
+    hyps, base = [noisy(r, 0.3) for r in refs], [noisy(r, 0.32) for r in refs]
+    one = compare.pooled_significance([write_eval(tmp_path / "s", hyps, refs)], [write_eval(tmp_path / "b", base, refs)],
+                                      lowercase=False, samples=300)["tokenized_bleu"]
+    three = compare.pooled_significance([write_eval(tmp_path / f"s{k}", hyps, refs) for k in range(3)],
+                                        [write_eval(tmp_path / f"b{k}", base, refs) for k in range(3)],
+                                        lowercase=False, samples=300)["tokenized_bleu"]
+    assert one["p_value"] == 0.08 and one["mark"] == ""  # an undecided case, where a shrinking p would show
+    assert three == one
+    from fairseq_localness.evaluation.scoring import paired_bootstrap, tokenized_bleu_metric
+
+    as_if_separate = paired_bootstrap(tokenized_bleu_metric(), hyps * 3, base * 3, refs * 3, "BLEU", 300)
+    assert round(as_if_separate.p_value, 3) == 0.013  # what resampling the pooled lines one by one would claim
+
+
+def test_the_test_scores_as_the_columns_were_scored(tmp_path):
+    """Lowercasing and compound splitting come from the runs' scores.json (what their BLEU columns used), not from
+    the data-bin; runs scored differently are refused, naming both files."""
+    refs = ["The Cat sat on the old mat", "a well-known dog ran in the park"]
+    hyps = ["the cat sat on the old mat", "a well-known dog ran in the park"]
+
+    def scored(name, lowercase, compound=False, signature="nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0"):
+        directory = write_eval(tmp_path / name, hyps, refs)
+        (directory / "scores.json").write_text(json.dumps({
+            "target_lang": "en", "tokenized_bleu": {"lowercase": lowercase, "compound_split": compound},
+            "sacrebleu": {"signature": signature}}))
+        return directory
+
+    settings = compare.scoring_settings([scored("a", True, True, "nrefs:1|case:lc|tok:ja-mecab-0.996-IPA")], False)
+    assert settings == {"lowercase": True, "compound_split": True, "sacrebleu_lowercase": True,
+                        "sacrebleu_tokenize": "ja-mecab", "target_lang": "en"}
+    cased = compare.pooled_significance([scored("s", False)], [scored("b", False)], lowercase=True, samples=20)
+    lowered = compare.pooled_significance([scored("s2", True)], [scored("b2", True)], lowercase=False, samples=20)
+    assert 0 < cased["tokenized_bleu"]["system"] < 100.0 == lowered["tokenized_bleu"]["system"]
+    with pytest.raises(compare.CompareError, match=r"s3/scores.json and .*b3/scores.json were scored differently "
+                                                   r"\(lowercase: False vs True\)"):
+        compare.pooled_significance([scored("s3", False)], [scored("b3", True)], lowercase=False, samples=20)
+
+
+def test_the_delta_cell_names_its_test_when_it_differs_from_the_row(tmp_path):
+    test = {"delta": 1.2, "mark": "↑", "p_value": 0.03}
+    row = {"arch": "transformer_dman", "norm": "pre", "seeds": [1, 2, 3], "significance_seeds": [1, 2],
+           "significance": {"tokenized_bleu": test}, "params": 1, "train_speed_ratio": 1.0, "decode_speed_ratio": 1.0,
+           **{k: 30.0 for k in ("sacrebleu", "tokenized_bleu", "chrf", "epochs")},
+           **{f"{k}_sd": None for k in ("sacrebleu", "tokenized_bleu", "chrf", "epochs")}}
+    line = compare.markdown_table([row], "transformer").splitlines()[-1]
+    assert "| +1.20 ↑ (p = 0.030, tokenized BLEU, seeds 1,2) |" in line and "| 30.0 |" in line
+    row.update(significance={"sacrebleu": test, "tokenized_bleu": test}, significance_seeds=[1, 2, 3])
+    assert "| +1.20 ↑ (p = 0.030) |" in compare.markdown_table([row], "transformer")
 
 
 def test_seeds_archs_and_norms_are_checked():

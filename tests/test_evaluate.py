@@ -128,11 +128,32 @@ def test_bootstrap_marks_and_format(refs: list[str]) -> None:
     assert down["mark"] == "⇓" and down["delta"] < 0
     same = score_all(refs, refs, baseline_tok=list(refs), bootstrap_samples=200)["significance"]["tokenized_bleu"]
     assert same["mark"] == "" and same["p_value"] == 1.0
-    marks = [scoring.Significance("x", 2.0, 1.0, p, 1000).mark for p in (0.001, 0.0099, 0.01, 0.049, 0.05, 0.5)]
-    assert marks == ["⇑", "⇑", "↑", "↑", "", ""]
+    # the mark follows the printed p (three decimals): 0.0099 prints 0.010, 50/1001 prints 0.050
+    marks = [scoring.Significance("x", 2.0, 1.0, p, 1000).mark for p in (0.001, 0.0094, 0.0099, 0.01, 0.049, 50 / 1001,
+                                                                          0.05, 0.5)]
+    assert marks == ["⇑", "⇑", "↑", "↑", "↑", "", "", ""]
+    # the difference of the scores as printed: 41.96 - 40.64, not round(41.956 - 40.6449, 2) = 1.31
+    assert scoring.Significance("x", 41.956, 40.6449, 0.5, 1000).delta == 1.32
     assert scoring.Significance("x", 1.0, 2.0, 0.03, 1000).mark == "↓"
     with pytest.raises(ValueError, match="line counts differ"):
         score_all(refs, refs, baseline_tok=refs[:-1])
+
+
+@pytest.mark.parametrize("lowercase", [False, True])
+def test_one_output_bootstrap_is_sacrebleus_paired_test(refs: list[str], lowercase: bool) -> None:
+    """With one output per system the test is sacreBLEU's ``PairedTest`` (``--paired-bs``): the same scores and the
+    same p, to the last resample, on an undecided case."""
+    from sacrebleu.metrics import BLEU
+    from sacrebleu.significance import PairedTest
+
+    system = [" ".join(w for i, w in enumerate(r.split()) if i % 5 != 1) for r in refs]
+    baseline = [" ".join(w for i, w in enumerate(r.split()) if i % 6 != 2) for r in refs]
+    _, scores = PairedTest([("baseline", baseline), ("system", system)], {"BLEU": BLEU(lowercase=lowercase)},
+                           references=[refs], test_type="bs", n_samples=300)()
+    expected_baseline, expected = scores["BLEU"]
+    ours = scoring.paired_bootstrap(BLEU(lowercase=lowercase), system, baseline, refs, "BLEU", 300)
+    assert (ours.system, ours.baseline, ours.p_value) == (expected.score, expected_baseline.score, expected.p_value)
+    assert 0.01 < ours.p_value < 0.9
 
 
 # --- a tiny trained model: averaging and evaluate.sh -----------------------------------------

@@ -268,8 +268,11 @@ def evaluate(a: argparse.Namespace) -> dict[str, Any]:
               "generate": {"beam": a.beam, "lenpen": a.lenpen, "max_len_a": a.max_len_a, "max_len_b": a.max_len_b,
                            "remove_bpe": remove_bpe, "command": shlex.join(cmd)},
               **scores, "out": os.path.abspath(out)}
-    with open(os.path.join(out, "scores.json"), "w", encoding="utf-8") as f:
+    # written whole or not at all: a scores.json is what marks an evaluation (and a comparison's run) finished
+    partial = os.path.join(out, "scores.json.partial")
+    with open(partial, "w", encoding="utf-8") as f:
         json.dump(scores, f, indent=1, ensure_ascii=False)
+    os.replace(partial, os.path.join(out, "scores.json"))
     return scores
 
 

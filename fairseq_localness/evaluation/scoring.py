@@ -5,9 +5,11 @@
   case-insensitive, and optionally with *compound splitting* for English-German
   (fairseq's ``scripts/compound_split_bleu.sh``, the convention of Vaswani et al. 2017).
 * **sacreBLEU and chrF** on detokenised hypotheses against raw references, with signatures.
-* **Paired bootstrap resampling** (Koehn 2004, sacreBLEU's implementation) of a system against a
-  baseline on the same test set, reported with the papers' arrows: ``⇑``/``⇓`` p < 0.01,
-  ``↑``/``↓`` p < 0.05 (better/worse than the baseline), nothing otherwise.
+* **Paired bootstrap resampling** (Koehn 2004) of a system against a baseline on the same test set, with
+  sacreBLEU's test statistic and p-value (two-sided: how often a resample's |difference|, centred on the
+  resamples' mean, exceeds the observed |difference|), reported with the papers' arrows: ``⇑``/``⇓`` p < 0.01,
+  ``↑``/``↓`` p < 0.05 (better/worse than the baseline), nothing otherwise. With several outputs per system (one
+  per training seed) the resampling unit stays the test sentence: every drawn sentence brings all of its outputs.
 
 Scoring existing files (the hypothesis/reference files ``scripts/evaluate.sh`` writes)::
 
@@ -64,48 +66,108 @@ class Significance:
 
     @property
     def delta(self) -> float:
-        """The difference as every output prints it (two decimals): the mark is decided on this number."""
-        return round(self.system - self.baseline, 2)
+        """The difference of the two scores as every output prints them (two decimals each): the mark is decided
+        on this number."""
+        return round(round(self.system, 2) - round(self.baseline, 2), 2)
+
+    @property
+    def printed_p(self) -> float:
+        """p as every output prints it (three decimals): the mark is decided on this number, so that a printed
+        "p = 0.050" never carries a "p < 0.05" mark."""
+        return round(self.p_value, 3)
 
     @property
     def mark(self) -> str:
         """``⇑``/``⇓`` p < 0.01, ``↑``/``↓`` p < 0.05, else ``""``; no mark where the printed difference is
         +0.00 (sacreBLEU's test finds tiny differences significant that no table shows)."""
-        if self.p_value >= 0.05 or self.delta == 0:
+        if self.printed_p >= 0.05 or self.delta == 0:
             return ""
         better = self.delta > 0
-        if self.p_value < 0.01:
+        if self.printed_p < 0.01:
             return "⇑" if better else "⇓"
         return "↑" if better else "↓"
 
     def as_dict(self) -> dict[str, Any]:
         return {"system": round(self.system, 2), "baseline": round(self.baseline, 2),
-                "delta": self.delta, "p_value": round(self.p_value, 4),
+                "delta": self.delta, "p_value": self.printed_p,
                 "mark": self.mark, "samples": self.samples,
-                "test": "paired bootstrap resampling (sacrebleu), seed "
-                        + os.environ.get("SACREBLEU_SEED", "12345")}
+                "test": "paired bootstrap resampling of the test sentences (sacreBLEU's two-sided statistic), seed "
+                        + str(bootstrap_seed()).lower()}
 
     def describe(self) -> str:
         sign = {"⇑": "better, p < 0.01", "↑": "better, p < 0.05", "⇓": "worse, p < 0.01",
                 "↓": "worse, p < 0.05", "": "not significant"}[self.mark]
         return (f"{self.mark or '-'} vs baseline {self.baseline:.2f} ({self.delta:+.2f}, "
-                f"p = {self.p_value:.4f}, {sign})")
+                f"p = {self.printed_p:.3f}, {sign})")
 
 
 def paired_bootstrap(metric: Metric, hyps: Sequence[str], baseline: Sequence[str], refs: Sequence[str],
                      name: str, samples: int = 1000) -> Significance:
-    """Paired bootstrap resampling of ``hyps`` against ``baseline`` (same sentences, same order)."""
-    from sacrebleu.significance import PairedTest
+    """Paired bootstrap resampling of ``hyps`` against ``baseline`` (same sentences, same order): sacreBLEU's
+    ``PairedTest`` (``--paired-bs``), same resamples and same p."""
+    return paired_bootstrap_over_sentences(metric, [hyps], [baseline], [refs], name, samples)
 
-    if not (len(hyps) == len(baseline) == len(refs)):
-        raise ValueError(f"paired bootstrap needs equal line counts: system {len(hyps)}, "
-                         f"baseline {len(baseline)}, references {len(refs)}")
-    _, scores = PairedTest([("baseline", list(baseline)), ("system", list(hyps))], {name: metric},
-                           references=[list(refs)], test_type="bs", n_samples=samples)()
-    result_base, result_sys = next(v for k, v in scores.items() if k != "System")
-    # sacrebleu gives a zero difference p = 1/(samples+1) (no resample exceeds it); that is no evidence, a difference that rounds to +0.00 is none that a table shows
-    p = 1.0 if round(result_sys.score - result_base.score, 2) == 0 else result_sys.p_value
-    return Significance(name, result_sys.score, result_base.score, p, samples)
+
+def bootstrap_seed() -> int | None:
+    """sacreBLEU's seed of the resamples: ``SACREBLEU_SEED`` (``none``: unseeded), default 12345."""
+    seed = os.environ.get("SACREBLEU_SEED", "12345")
+    return None if seed.lower() == "none" else int(seed)
+
+
+def paired_bootstrap_over_sentences(metric: Metric, systems: Sequence[Sequence[str]],
+                                    baselines: Sequence[Sequence[str]], references: Sequence[Sequence[str]],
+                                    name: str, samples: int = 1000) -> Significance:
+    """Paired bootstrap of a system against a baseline that each translated the test set several times (one
+    output per training seed: ``systems[k]`` and ``baselines[k]`` against ``references[k]``).
+
+    The score of each system is corpus BLEU over all its outputs pooled. A resample draws N test sentences with
+    replacement (N sentences in the test set) and takes, for every drawn sentence, *all* outputs of it: the
+    sufficient statistics of a sentence are summed over the outputs first, then resampled. The outputs of one
+    sentence by different seeds are correlated, so resampling them one by one, as if the pooled outputs were a
+    test set k times larger, would shrink p with every seed added even when the seeds added no evidence.
+
+    The test statistic and p-value are sacreBLEU's (``sacrebleu.significance._paired_bs_test``, after Moses'
+    ``bootstrap-hypothesis-difference-significance.pl``): two-sided, p = (c + 1) / (samples + 1) with c the
+    resamples whose |difference| minus the resamples' mean |difference| exceeds the observed |difference|, the
+    resample indices drawn by numpy's ``default_rng(SACREBLEU_SEED)`` as sacreBLEU draws them. With one output per
+    system this is sacreBLEU's paired bootstrap exactly."""
+    import numpy as np
+
+    outputs = len(references)
+    if not (outputs and len(systems) == len(baselines) == outputs):
+        raise ValueError(f"paired bootstrap needs one system and one baseline output per reference set: "
+                         f"{len(systems)} system, {len(baselines)} baseline, {outputs} reference outputs")
+    n = len(references[0])
+    for k in range(outputs):
+        if not (len(systems[k]) == len(baselines[k]) == len(references[k]) == n):
+            raise ValueError(f"paired bootstrap needs equal line counts: system {len(systems[k])}, "
+                             f"baseline {len(baselines[k])}, references {len(references[k])}"
+                             + (f" (output {k + 1})" if outputs > 1 else "")
+                             + (f", first references {n}" if len(references[k]) != n else ""))
+
+    def sentence_stats(hypotheses: Sequence[Sequence[str]]):
+        """(N, statistics): each sentence's sufficient statistics summed over its outputs, exact (float64)."""
+        total = None
+        for hyps, refs in zip(hypotheses, references):
+            stats = np.array(metric._extract_corpus_statistics(list(hyps), [list(refs)]), dtype="float64")
+            total = stats if total is None else total + stats
+        return total
+
+    def score(stats) -> float:  # stats.sum(0) as Python numbers: exact counts, as sacreBLEU's corpus score
+        return metric._compute_score_from_stats(stats.sum(0).tolist()).score
+
+    def resampled(stats):  # in float32 numpy arithmetic, as sacreBLEU computes its resamples (its p exactly)
+        return np.array([metric._compute_score_from_stats(s.sum(0)).score for s in stats.astype("float32")[indices]])
+
+    system_stats, baseline_stats = sentence_stats(systems), sentence_stats(baselines)
+    system_score, baseline_score = score(system_stats), score(baseline_stats)
+    indices = np.random.default_rng(bootstrap_seed()).choice(n, size=(samples, n), replace=True)
+    resampled_system, resampled_baseline = resampled(system_stats), resampled(baseline_stats)
+    differences = np.abs(resampled_system - resampled_baseline)
+    exceeding = int(np.sum(differences - differences.mean() > abs(system_score - baseline_score)))
+    # a difference that rounds to +0.00 is none that a table shows: p = 1, whatever the resamples say
+    p = 1.0 if round(system_score - baseline_score, 2) == 0 else (exceeding + 1) / (samples + 1)
+    return Significance(name, system_score, baseline_score, p, samples)
 
 
 def _bleu_dict(score: Any, signature: str | None = None) -> dict[str, Any]:
@@ -170,7 +232,7 @@ def summary(scores: dict[str, Any]) -> str:
         sign = {"⇑": "better, p < 0.01", "↑": "better, p < 0.05", "⇓": "worse, p < 0.01",
                 "↓": "worse, p < 0.05", "": "not significant"}[s["mark"]]
         return (f"  {s['mark'] or '-'} vs baseline {s['baseline']:.2f} ({s['delta']:+.2f}, "
-                f"p = {s['p_value']:.4f}, {sign})")
+                f"p = {s['p_value']:.3f}, {sign})")
 
     t = scores["tokenized_bleu"]
     how = ", ".join(x for x in ("case-insensitive" if t["lowercase"] else "cased",

@@ -383,7 +383,10 @@ def run_grid(grid: Grid, jobs: int, after_each=None) -> Dict[str, str]:
             progress.say(f"[{index}/{len(specs)}] {spec.name}: FAILED: {error}")
         elif after_each is not None:
             with progress.lock:
-                after_each()
+                try:
+                    after_each()
+                except CompareError as err:  # the table waits for the end; the other runs go on training
+                    progress.say(f"[{index}/{len(specs)}] {spec.name}: the table was not rewritten: {err}")
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         list(pool.map(work, todo))
@@ -404,28 +407,70 @@ def mean_sd(values: Sequence[float]) -> Tuple[Optional[float], Optional[float]]:
     return mean, math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
 
 
-def pooled_outputs(eval_dirs: Sequence[Path], name: str) -> List[str]:
-    """The lines of ``name`` (hyp.tok.txt, ref.tok.txt, ...) of several evaluations, concatenated."""
+def run_outputs(eval_dirs: Sequence[Path], name: str) -> List[List[str]]:
+    """The lines of ``name`` (hyp.tok.txt, ref.tok.txt, ...) of each evaluation."""
     from ..evaluation.scoring import read_lines
 
-    lines: List[str] = []
+    return [read_lines(str(Path(eval_dir) / name)) for eval_dir in eval_dirs]
+
+
+def scoring_settings(eval_dirs: Sequence[Path], lowercase: bool) -> Dict[str, Any]:
+    """How the runs' BLEU columns were scored, from their scores.json: the tokenized BLEU's lowercasing and
+    compound splitting, sacreBLEU's lowercasing and tokenizer (from its signature), so that the significance test
+    scores exactly what the columns show. ``lowercase``: for an evaluation that did not record it (the data-bin's
+    setting). Every run of the comparison must agree."""
+    settings: Dict[str, Any] = {}
     for eval_dir in eval_dirs:
-        lines += read_lines(str(Path(eval_dir) / name))
-    return lines
+        path = Path(eval_dir) / "scores.json"
+        scores = json.loads(path.read_text(encoding="utf-8"))
+        tokenized = scores.get("tokenized_bleu") or {}
+        signature = dict(part.split(":", 1) for part in
+                         ((scores.get("sacrebleu") or {}).get("signature") or "").split("|") if ":" in part)
+        mine = {"lowercase": tokenized.get("lowercase", lowercase),
+                "compound_split": tokenized.get("compound_split", False),
+                "sacrebleu_lowercase": signature["case"] == "lc" if "case" in signature else tokenized.get(
+                    "lowercase", lowercase),
+                "sacrebleu_tokenize": _tokenizer_of_signature(signature.get("tok")),
+                "target_lang": scores.get("target_lang", "en")}
+        for key, value in mine.items():
+            if key in settings and settings[key][0] != value:
+                raise CompareError(f"{settings[key][1]} and {path} were scored differently ({key}: "
+                                   f"{settings[key][0]} vs {value}): evaluate every run of the comparison alike "
+                                   "(the same --eval-args)")
+            settings.setdefault(key, (value, path))
+    return {key: value for key, (value, _) in settings.items()}
+
+
+def _tokenizer_of_signature(tok: Optional[str]) -> Optional[str]:
+    """sacreBLEU's tokenizer name from its signature's ``tok:`` field (which may append a version:
+    ``ja-mecab-0.996-IPA``); None where there is none."""
+    from sacrebleu.metrics.bleu import _TOKENIZERS
+
+    known = [name for name in _TOKENIZERS if tok and (tok == name or tok.startswith(name + "-"))]
+    return max(known, key=len) if known else None
 
 
 def pooled_significance(system_dirs: Sequence[Path], baseline_dirs: Sequence[Path], lowercase: bool,
                         samples: int = 1000, detok_ref: Optional[str] = None) -> Dict[str, Dict[str, Any]]:
-    """Paired bootstrap of the seed-pooled outputs: system seed k is paired with baseline seed k, the
-    references of each seed repeated. Tokenised BLEU always; sacreBLEU when both have detokenised output.
+    """Paired bootstrap of the seed-pooled outputs (:func:`~fairseq_localness.evaluation.scoring.
+    paired_bootstrap_over_sentences`): system seed k paired with baseline seed k; the resampling unit is the test
+    sentence, with every seed's output of it. Tokenised BLEU always; sacreBLEU when both have detokenised output.
+    Both scored as the runs' scores.json record (:func:`scoring_settings`; ``lowercase`` only where they do not).
     ``detok_ref``: the detokenised test reference to use when the one the runs' scores.json names is not on this
     machine (runs restored from a published grid): the grid's data-bin's."""
-    from ..evaluation.scoring import BLEU, HYP_DETOK, HYP_TOK, paired_bootstrap, sacrebleu_tokenizer, tokenized_bleu_metric
+    from ..evaluation.scoring import (BLEU, HYP_DETOK, HYP_TOK, compound_split, paired_bootstrap_over_sentences,
+                                      sacrebleu_tokenizer, tokenized_bleu_metric)
 
-    refs = pooled_outputs(system_dirs, "ref.tok.txt")
-    result = {"tokenized_bleu": paired_bootstrap(
-        tokenized_bleu_metric(lowercase), pooled_outputs(system_dirs, HYP_TOK),
-        pooled_outputs(baseline_dirs, HYP_TOK), refs, "tokenized BLEU", samples).as_dict()}
+    settings = scoring_settings([*system_dirs, *baseline_dirs], lowercase)
+    prep = compound_split if settings["compound_split"] else (lambda line: line)
+
+    def tokenized(eval_dirs: Sequence[Path], name: str) -> List[List[str]]:
+        return [[prep(line) for line in lines] for lines in run_outputs(eval_dirs, name)]
+
+    result = {"tokenized_bleu": paired_bootstrap_over_sentences(
+        tokenized_bleu_metric(settings["lowercase"]), tokenized(system_dirs, HYP_TOK),
+        tokenized(baseline_dirs, HYP_TOK), tokenized(system_dirs, "ref.tok.txt"), "tokenized BLEU",
+        samples).as_dict()}
     detok = [Path(d) / HYP_DETOK for d in [*system_dirs, *baseline_dirs]]
     if all(p.is_file() for p in detok):
         scores = [json.loads((Path(d) / "scores.json").read_text(encoding="utf-8")) for d in system_dirs]
@@ -438,11 +483,12 @@ def pooled_significance(system_dirs: Sequence[Path], baseline_dirs: Sequence[Pat
         if ref_file:
             from ..evaluation.scoring import read_lines
 
-            detok_refs = read_lines(ref_file) * len(system_dirs)
-            tokenize = sacrebleu_tokenizer(scores[0].get("target_lang", "en"))
-            result["sacrebleu"] = paired_bootstrap(
-                BLEU(tokenize=tokenize, lowercase=lowercase), pooled_outputs(system_dirs, HYP_DETOK),
-                pooled_outputs(baseline_dirs, HYP_DETOK), detok_refs, "sacreBLEU", samples).as_dict()
+            detok_refs = [read_lines(ref_file)] * len(system_dirs)
+            tokenize = settings["sacrebleu_tokenize"] or sacrebleu_tokenizer(settings["target_lang"])
+            result["sacrebleu"] = paired_bootstrap_over_sentences(
+                BLEU(tokenize=tokenize, lowercase=settings["sacrebleu_lowercase"]),
+                run_outputs(system_dirs, HYP_DETOK), run_outputs(baseline_dirs, HYP_DETOK), detok_refs,
+                "sacreBLEU", samples).as_dict()
     return result
 
 
@@ -500,8 +546,13 @@ def markdown_table(rows: List[Dict[str, Any]], baseline: str) -> str:
     for row in rows:
         sig = (row.get("significance") or {})
         test = sig.get("sacrebleu") or sig.get("tokenized_bleu")
+        notes = [f"p = {test['p_value']:.3f}"] if test else []
+        if test and not sig.get("sacrebleu"):
+            notes.append("tokenized BLEU")  # these runs have no detokenised output
+        if test and row.get("significance_seeds") != row["seeds"]:
+            notes.append("seeds " + ",".join(map(str, row.get("significance_seeds") or [])))  # those the baseline has
         delta = "baseline" if row["arch"] == baseline else (
-            f"{test['delta']:+.2f} {test['mark']}".rstrip() + f" (p = {test['p_value']:.3f})" if test else "n/a")
+            f"{test['delta']:+.2f} {test['mark']}".rstrip() + f" ({', '.join(notes)})" if test else "n/a")
         lines.append(
             f"| `{row['arch']}` | {row['norm']} | {len(row['seeds'])} | {_pm(row['sacrebleu'], row['sacrebleu_sd'])} | "
             f"{_pm(row['tokenized_bleu'], row['tokenized_bleu_sd'])} | {_pm(row['chrf'], row['chrf_sd'])} | {delta} | "
@@ -544,7 +595,7 @@ def recipe_summary(grid: Grid) -> str:
 
 
 def write_outputs(grid: Grid, records: List[Dict[str, Any]], rows: List[Dict[str, Any]], command: str,
-                  machine: str) -> str:
+                  machine: str, samples: int = 1000) -> str:
     """runs.csv/json, table.md/json and figure.png in WORK/LABEL; returns the markdown."""
     root = grid.root
     root.mkdir(parents=True, exist_ok=True)
@@ -563,9 +614,11 @@ def write_outputs(grid: Grid, records: List[Dict[str, Any]], rows: List[Dict[str
     notes = [
         f"Mean ± sample sd over seeds. {recipe_summary(grid)}. Checkpoint: lowest validation loss; test split "
         f"decoded with {' '.join(grid.evaluate_flags) or 'evaluate.sh defaults'}.",
-        f"Δ: seed-pooled BLEU minus that of `{grid.baseline}` with the same norm placement and seeds; mark and p from paired bootstrap "
-        "resampling (1,000 samples) of the seed-pooled test outputs (each seed paired with the baseline's same seed; "
-        "⇑/⇓ p < 0.01, ↑/↓ p < 0.05). sacreBLEU where the corpus has raw references, else tokenized BLEU.",
+        f"Δ: seed-pooled BLEU minus that of `{grid.baseline}` with the same norm placement, on the seeds both have "
+        f"(named in the cell where the baseline lacks some); mark and p from a paired bootstrap ({samples:,} "
+        "resamples of the test sentences, each drawn sentence with every seed's output of it; each seed paired with "
+        "the baseline's same seed; sacreBLEU's two-sided test; ⇑/⇓ p < 0.01, ↑/↓ p < 0.05). sacreBLEU where the "
+        "corpus has raw references, else tokenized BLEU.",
         "Speeds: training target tokens/s (fairseq's wps: each run's median epoch, weighted by updates) and "
         "decoding target tokens/s (fairseq-generate), mean over seeds, as ratios to the baseline's mean in the "
         "same grid"
@@ -1022,7 +1075,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         status = cluster_table(args, grid.work, cluster_plans(grid), failures)
         if status is None:
             failures = run_grid(grid, args.jobs, after_each=lambda: write_table(grid, args, command, quiet=True))
-    text = write_table(grid, args, command)
+    try:
+        text = write_table(grid, args, command)
+    except CompareError as err:
+        print(f"fairseq-localness-compare: error: {err}", file=sys.stderr)
+        return 2
     print(text)
     print(f"written to {grid.root}/table.md, table.json, runs.csv, runs.json, curves.csv and figure.png")
     if args.publish:
@@ -1037,7 +1094,7 @@ def write_table(grid: Grid, args: argparse.Namespace, command: str, quiet: bool 
     records = finished_records(grid)
     rows = summarize(records, grid.baseline, lowercased(grid.data_bin), args.bootstrap_samples, grid.root,
                      data_bin_detok_ref(grid.data_bin))
-    text = write_outputs(grid, records, rows, command, machine_description(grid.gpus))
+    text = write_outputs(grid, records, rows, command, machine_description(grid.gpus), args.bootstrap_samples)
     if args.publish:
         publish(grid, args.publish)
     return text

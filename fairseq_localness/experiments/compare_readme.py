@@ -85,9 +85,9 @@ def render(results: Path = RESULTS, base: Path = REPO) -> str:
         rows.append([f"`{arch}`", norm, *(cells[(arch, norm)].get(c, "-") for _, _, c, _ in published), params, speed])
     notes = ("Cells: sacreBLEU (tokenized BLEU where a corpus has no raw reference), mean ± sd over the seeds "
              f"finished, and the difference from `{first['baseline']}` with the same norm placement and seeds; "
-             "⇑/⇓ p < 0.01, ↑/↓ p < 0.05 (paired bootstrap over the seed-pooled test outputs). Training speed is a "
-             "ratio to the baseline in the same grid (CPU runs share the machine: noisy). The full tables give "
-             "every metric, the seeds, the recipe and the test.")
+             "⇑/⇓ p < 0.01, ↑/↓ p < 0.05 (paired bootstrap over the test sentences, every seed's output of each). "
+             "Training speed is a ratio to the baseline in the same grid (CPU runs share the machine: noisy). The "
+             "full tables give every metric, the seeds, the recipe and the test.")
     return "\n".join(lines) + "\n\n" + markdown(header, rows) + "\n\n" + notes
 
 
