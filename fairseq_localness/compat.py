@@ -19,6 +19,9 @@ ve-fairseq 0.12.3 also drops sentences when batching (see
 :func:`fix_diverse_beam_search`) and ``--no-repeat-ngram-size`` blocks
 nothing on the CPU (see :func:`fix_no_repeat_ngram`).
 
+fairseq keeps its early-stopping count (``--patience``) and the plateau schedule's last step in memory only, so a
+resumed training did not go on as the uninterrupted one (see :func:`resume_where_training_stopped`).
+
 Code that imports the package and then hands fairseq ``--user-dir`` (the
 compare grid, the analyses, probing) no longer makes fairseq log
 "``--user-dir=... has already been imported``" (see :func:`mark_user_dir_imported`).
@@ -239,6 +242,109 @@ def mark_user_dir_imported() -> None:
     utils.import_user_module.memo = memo
 
 
+#: the key of a checkpoint's ``extra_state`` that carries what fairseq keeps only in memory (see
+#: :func:`resume_where_training_stopped`)
+RESUME_STATE = "localness_resume_state"
+
+
+def _early_stopping_functions() -> List[object]:
+    """fairseq's ``should_stop_early`` of this process: ``fairseq_cli.train``'s (fairseq-train,
+    fairseq-hydra-train), and ``__main__``'s under ``python -m fairseq_cli.train``."""
+    import sys
+
+    found: List[object] = []
+    for name in ("fairseq_cli.train", "__main__"):
+        function = getattr(sys.modules.get(name), "should_stop_early", None)
+        code = getattr(function, "__code__", None)
+        if code is not None and code.co_filename.replace("\\", "/").endswith("fairseq_cli/train.py") \
+                and function not in found:
+            found.append(function)
+    return found
+
+
+def _plateau(trainer) -> Optional[object]:
+    """torch's ReduceLROnPlateau inside fairseq's ``reduce_lr_on_plateau`` schedule, or None for another one."""
+    from fairseq.optim.lr_scheduler.reduce_lr_on_plateau import ReduceLROnPlateauLRSchedule
+
+    schedule = getattr(trainer, "lr_scheduler", None)
+    return schedule.lr_scheduler if isinstance(schedule, ReduceLROnPlateauLRSchedule) else None
+
+
+def resume_where_training_stopped() -> None:
+    """Make a training resumed from ``checkpoint_last.pt`` go on as the same training uninterrupted would.
+
+    Two things fairseq keeps only in memory were lost at a resume:
+
+    * **Early stopping** (``--patience``): ``fairseq_cli.train.should_stop_early`` keeps the best validation
+      score and the number of validations since it (``best``, ``num_runs``) as attributes of the function. A
+      resumed training took its first validation as the best and counted from zero again, so a run killed two
+      epochs into a plateau trained up to ``patience`` epochs longer than the same run uninterrupted.
+    * **The plateau schedule's last step** (``reduce_lr_on_plateau``): fairseq saves an epoch's checkpoint before
+      it steps the schedule with that epoch's validation loss, so a halving decided at the last saved epoch was
+      lost, and the resumed run trained one epoch more at the old rate. torch's scheduler also keeps its count of
+      bad epochs and its cooldown in memory only (fairseq saves its ``best`` alone).
+
+    Each checkpoint now carries these values in its ``extra_state`` (key :data:`RESUME_STATE`). Loading it
+    restores them, under the condition on which fairseq restores its own best score (no
+    ``--reset-optimizer``/``--reset-meters``, and no ``--finetune-from-model``, whose first checkpoint is another
+    training's); for a checkpoint written at the end of an epoch it then takes the schedule step fairseq did not
+    take (``trainer.lr_step(epoch, val_loss)``, the call fairseq makes after that save), with
+    ``--reset-lr-scheduler`` excepted. A checkpoint written before this fix restores the best score fairseq saved
+    (``extra_state["best"]``) with the early-stopping count at zero, and takes the lost step likewise.
+    """
+    from fairseq import checkpoint_utils
+    from fairseq.trainer import Trainer
+
+    if not getattr(Trainer.save_checkpoint, "keeps_resume_state", False):
+        save = Trainer.save_checkpoint
+
+        @functools.wraps(save)
+        def save_with_resume_state(self, filename, extra_state, *args, **kwargs):
+            state = {}
+            for function in _early_stopping_functions():
+                if getattr(function, "best", None) is not None:  # should_stop_early has seen a validation
+                    state["early_stopping"] = {"best": float(function.best),
+                                               "num_runs": int(getattr(function, "num_runs", 0))}
+                    break
+            plateau = _plateau(self)
+            if plateau is not None:
+                state["plateau"] = {"num_bad_epochs": int(plateau.num_bad_epochs),
+                                    "cooldown_counter": int(plateau.cooldown_counter)}
+            extra_state[RESUME_STATE] = state
+            return save(self, filename, extra_state, *args, **kwargs)
+
+        save_with_resume_state.keeps_resume_state = True
+        Trainer.save_checkpoint = save_with_resume_state
+
+    if not getattr(checkpoint_utils.load_checkpoint, "restores_resume_state", False):
+        load = checkpoint_utils.load_checkpoint
+
+        @functools.wraps(load)
+        def load_with_resume_state(cfg, trainer, **passthrough_args):
+            extra_state, epoch_itr = load(cfg, trainer, **passthrough_args)
+            if extra_state is None or cfg.reset_optimizer or cfg.reset_meters or cfg.finetune_from_model:
+                return extra_state, epoch_itr
+            state = extra_state.get(RESUME_STATE) or {}
+            stopping = state.get("early_stopping")
+            if stopping is None and extra_state.get("best") is not None:
+                stopping = {"best": float(extra_state["best"]), "num_runs": 0}
+            for function in _early_stopping_functions() if stopping else ():
+                function.best, function.num_runs = stopping["best"], stopping["num_runs"]
+            plateau = _plateau(trainer)
+            if plateau is None or cfg.reset_lr_scheduler:
+                return extra_state, epoch_itr
+            for key, value in (state.get("plateau") or {}).items():
+                setattr(plateau, key, value)
+            itr_state = extra_state.get("train_iterator") or {}
+            at_epoch_end = itr_state.get("iterations_in_epoch") == 0 and itr_state.get("epoch", 1) > 1
+            if at_epoch_end and extra_state.get("val_loss") is not None:
+                trainer.lr_step(itr_state["epoch"] - 1, extra_state["val_loss"])  # the step fairseq took after saving
+            return extra_state, epoch_itr
+
+        load_with_resume_state.restores_resume_state = True
+        checkpoint_utils.load_checkpoint = load_with_resume_state
+
+
 def apply() -> None:
     """Idempotently apply every fix."""
     global _applied
@@ -253,5 +359,6 @@ def apply() -> None:
     fix_diverse_beam_search()
     fix_no_repeat_ngram()
     numpy2_compat_long()
+    resume_where_training_stopped()
     mark_user_dir_imported()
     _applied = True

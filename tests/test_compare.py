@@ -331,9 +331,9 @@ def test_published_files_name_no_path_of_the_machine(tmp_path, monkeypatch):
 def test_the_plateau_schedule_resumes_at_its_halved_rate(tiny_data_bin, tmp_path):
     """The comparison recipe halves the learning rate on a validation plateau (reduce_lr_on_plateau). With
     lr_threshold 1 every epoch is a plateau, so an uninterrupted run trains epoch k at 2e-3 / 2^(k-1). A run
-    stopped after epoch 2 and resumed goes on at its halved rate, never at the peak; it trains one epoch more at
-    the rate of epoch 2, because fairseq saves the epoch's checkpoint before it steps the schedule (the caveat
-    docs/compare.md states)."""
+    stopped after epoch 2 and resumed goes on exactly so: fairseq saves the epoch's checkpoint before it steps the
+    schedule, and loading it takes that step (compat.resume_where_training_stopped); without it, epoch 3 trained
+    at the rate of epoch 2."""
     import re
 
     from localness_testing import train_command
@@ -345,7 +345,7 @@ def test_the_plateau_schedule_resumes_at_its_halved_rate(tiny_data_bin, tmp_path
     resumed = run(train_command(tiny_data_bin, save, "transformer", [*plateau, "--max-epoch", "4"]))
     rates = {int(e): float(lr) for e, lr in re.findall(r"epoch (\d+) \|.*? lr ([0-9.e-]+)",
                                                        first.stdout + first.stderr + resumed.stdout + resumed.stderr)}
-    assert rates == {1: 0.002, 2: 0.001, 3: 0.001, 4: 0.0005}, rates
+    assert rates == {1: 0.002, 2: 0.001, 3: 0.0005, 4: 0.00025}, rates
 
 
 def test_progress_reads_fairseqs_stop_lines():

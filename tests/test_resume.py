@@ -1,0 +1,44 @@
+"""``--patience`` counts across a resume as in one uninterrupted training (compat.resume_where_training_stopped;
+the plateau schedule's half of it: tests/test_compare.py::test_the_plateau_schedule_resumes_at_its_halved_rate).
+
+With a learning rate of 0 the model never changes, so every validation loss equals the first: the first epoch
+sets the best, and each later epoch adds one to fairseq's count of validations without improvement. With
+``--patience 3`` an uninterrupted training stops after epoch 4. A training stopped after epoch 2 and resumed must
+stop after epoch 4 too: two more epochs. Without the saved state fairseq took the resumed run's first validation
+as the best and counted from zero: four more epochs, stopping after epoch 6.
+"""
+
+import re
+
+import torch
+
+import fairseq_localness  # noqa: F401  (allow-lists fairseq's checkpoint classes for torch.load)
+from fairseq_localness.compat import RESUME_STATE
+from localness_testing import run, train_command
+
+FROZEN = ["--lr", "0", "--lr-scheduler", "fixed", "--patience", "3"]
+
+
+def validated_epochs(output: str) -> list:
+    """The epochs that ended in a validation, from fairseq-train's log."""
+    return [int(e) for e in re.findall(r"epoch (\d+) \| valid on 'valid' subset", output)]
+
+
+def train(data_bin, save_dir, max_epoch: int) -> str:
+    command = train_command(data_bin, save_dir, "transformer", [*FROZEN, "--max-epoch", str(max_epoch)], updates=100000)
+    proc = run(command)
+    return proc.stdout + proc.stderr
+
+
+def test_patience_counts_across_a_resume(tiny_data_bin, tmp_path):
+    whole = train(tiny_data_bin, tmp_path / "whole", max_epoch=10)
+    assert validated_epochs(whole) == [1, 2, 3, 4]
+    assert "early stop since valid performance hasn't improved for last 3 runs" in whole
+
+    first = train(tiny_data_bin, tmp_path / "split", max_epoch=2)
+    assert validated_epochs(first) == [1, 2]
+    state = torch.load(tmp_path / "split" / "checkpoint_last.pt")["extra_state"][RESUME_STATE]
+    assert state["early_stopping"]["num_runs"] == 1  # epoch 2 did not improve on epoch 1
+    rest = train(tiny_data_bin, tmp_path / "split", max_epoch=10)
+    assert validated_epochs(rest) == [3, 4]
+    assert "early stop since valid performance hasn't improved for last 3 runs" in rest
