@@ -182,6 +182,11 @@ def test_the_test_scores_as_the_columns_were_scored(tmp_path):
     settings = compare.scoring_settings([scored("a", True, True, "nrefs:1|case:lc|tok:ja-mecab-0.996-IPA")], False)
     assert settings == {"lowercase": True, "compound_split": True, "sacrebleu_lowercase": True,
                         "sacrebleu_tokenize": "ja-mecab", "target_lang": "en"}
+    # an evaluation that records nothing (no sacreBLEU, an older scores.json) takes the others' settings
+    assert compare.scoring_settings([scored("c", True), write_eval(tmp_path / "d", hyps, refs)], False)["lowercase"]
+    assert compare.scoring_settings([write_eval(tmp_path / "e", hyps, refs)], True) == {
+        "lowercase": True, "compound_split": False, "sacrebleu_lowercase": True, "sacrebleu_tokenize": None,
+        "target_lang": "en"}
     cased = compare.pooled_significance([scored("s", False)], [scored("b", False)], lowercase=True, samples=20)
     lowered = compare.pooled_significance([scored("s2", True)], [scored("b2", True)], lowercase=False, samples=20)
     assert 0 < cased["tokenized_bleu"]["system"] < 100.0 == lowered["tokenized_bleu"]["system"]

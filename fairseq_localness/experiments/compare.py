@@ -417,8 +417,8 @@ def run_outputs(eval_dirs: Sequence[Path], name: str) -> List[List[str]]:
 def scoring_settings(eval_dirs: Sequence[Path], lowercase: bool) -> Dict[str, Any]:
     """How the runs' BLEU columns were scored, from their scores.json: the tokenized BLEU's lowercasing and
     compound splitting, sacreBLEU's lowercasing and tokenizer (from its signature), so that the significance test
-    scores exactly what the columns show. ``lowercase``: for an evaluation that did not record it (the data-bin's
-    setting). Every run of the comparison must agree."""
+    scores exactly what the columns show. Every run that records a setting must agree; ``lowercase`` serves where
+    none records it (the data-bin's setting)."""
     settings: Dict[str, Any] = {}
     for eval_dir in eval_dirs:
         path = Path(eval_dir) / "scores.json"
@@ -426,19 +426,22 @@ def scoring_settings(eval_dirs: Sequence[Path], lowercase: bool) -> Dict[str, An
         tokenized = scores.get("tokenized_bleu") or {}
         signature = dict(part.split(":", 1) for part in
                          ((scores.get("sacrebleu") or {}).get("signature") or "").split("|") if ":" in part)
-        mine = {"lowercase": tokenized.get("lowercase", lowercase),
-                "compound_split": tokenized.get("compound_split", False),
-                "sacrebleu_lowercase": signature["case"] == "lc" if "case" in signature else tokenized.get(
-                    "lowercase", lowercase),
+        mine = {"lowercase": tokenized.get("lowercase"), "compound_split": tokenized.get("compound_split"),
+                "sacrebleu_lowercase": signature["case"] == "lc" if "case" in signature else None,
                 "sacrebleu_tokenize": _tokenizer_of_signature(signature.get("tok")),
-                "target_lang": scores.get("target_lang", "en")}
+                "target_lang": scores.get("target_lang")}
         for key, value in mine.items():
+            if value is None:  # not recorded by this evaluation
+                continue
             if key in settings and settings[key][0] != value:
                 raise CompareError(f"{settings[key][1]} and {path} were scored differently ({key}: "
                                    f"{settings[key][0]} vs {value}): evaluate every run of the comparison alike "
                                    "(the same --eval-args)")
             settings.setdefault(key, (value, path))
-    return {key: value for key, (value, _) in settings.items()}
+    found = {key: value for key, (value, _) in settings.items()}
+    found.setdefault("lowercase", lowercase)
+    found.setdefault("sacrebleu_lowercase", found["lowercase"])
+    return {"compound_split": False, "sacrebleu_tokenize": None, "target_lang": "en", **found}
 
 
 def _tokenizer_of_signature(tok: Optional[str]) -> Optional[str]:
