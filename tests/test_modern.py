@@ -2,7 +2,7 @@
 
 Each architecture built through fairseq's parser: its defaults (no sinusoidal embeddings), incremental decoding with
 a beam reorder equal to the full forward, padding invariance, T5's table, KERPLE's (r1, r2) and FIRE's function
-shared per stack (and saved and loaded), clear errors for cross attention, and fairseq-train + fairseq-generate end
+shared per stack (FIRE's on request; saved and loaded), clear errors for cross attention, and fairseq-train + fairseq-generate end
 to end. The equations by hand are in tests/test_equations_modern.py.
 """
 
@@ -20,7 +20,7 @@ CASES = [
     ("transformer_kerple", {}),
     ("transformer_kerple", {"kerple_kernel": "power", "kerple_share_layers": False}),
     ("transformer_fire", {}),
-    ("transformer_fire", {"fire_share_layers": False, "fire_init_l": 3}),
+    ("transformer_fire", {"fire_share_layers": True, "fire_init_l": 3}),
     ("transformer_rope", {}),
     ("transformer_localness", {"locality_methods": "rope,alibi"}),  # with sinusoidal embeddings, two methods
 ]
@@ -57,7 +57,8 @@ def test_architecture_defaults(tiny_data_bin, arch, method):
 
 @pytest.mark.parametrize("method,attr", [("t5bias", "table"), ("kerple", "kernel"), ("fire", "fire")])
 def test_one_table_per_stack_shared_by_its_layers(tiny_data_bin, tmp_path, method, attr):
-    model, task = build_model(f"transformer_{method}", tiny_data_bin)
+    shared = {f"{method}_share_layers": True}  # the default of T5 and KERPLE; FIRE shares on request
+    model, task = build_model(f"transformer_{method}", tiny_data_bin, shared)
     encoder = [getattr(layer.self_attn.locality[0], attr) for layer in model.encoder.layers]
     decoder = [getattr(layer.self_attn.locality[0], attr) for layer in model.decoder.layers]
     assert all(m is encoder[0] for m in encoder) and all(m is decoder[0] for m in decoder)
@@ -65,7 +66,7 @@ def test_one_table_per_stack_shared_by_its_layers(tiny_data_bin, tmp_path, metho
     randomize_methods(model, seed=1)
     path = tmp_path / "model.pt"
     torch.save(model.state_dict(), path)
-    fresh, _ = build_model(f"transformer_{method}", tiny_data_bin, seed=5)
+    fresh, _ = build_model(f"transformer_{method}", tiny_data_bin, shared, seed=5)
     fresh.load_state_dict(torch.load(path))
     src = torch.tensor([[5, 6, 7, 2]])
     prev = torch.tensor([[2, 8, 9]])
@@ -114,7 +115,7 @@ def test_trains_and_translates(tiny_data_bin, tmp_path, arch):
 
 @pytest.mark.parametrize("extra", [["--kerple-kernel", "power"], ["--kerple-share-layers", "false"],
                                    ["--t5bias-share-layers", "false"],
-                                   ["--fire-share-layers", "false"]], ids=lambda e: "".join(e))
+                                   ["--fire-share-layers", "true"]], ids=lambda e: "".join(e))
 def test_half_precision_of_the_variants(extra):
     """tests/test_half_precision.py runs every family's default; the power kernel squares distances up to 1,023."""
     import copy

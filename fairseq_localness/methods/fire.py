@@ -14,9 +14,11 @@ PyTorch's default initialisation. Positions i, j count from 0 at each sentence's
 
 Our readings: the paper's models are causal (j <= i, so i - j >= 0); in the bidirectional encoder the distance is
 |i - j| and the normaliser stays psi(max(L, i)) of the query position i (so the MLP's input can exceed 1 there
-only for sentences longer than L). We share one FIRE module (MLP, c, L) by all layers of a stack, which is how we
-read the paper's layerwise sharing (we could not re-read the paper to confirm it; ``--fire-share-layers false``
-gives every layer its own). Cross attention is refused. Computed in float32 (half-precision models included).
+only for sentences longer than L). Every attention layer has its own FIRE (MLP, c, L): the appendix listing
+defines FIRE as one attention-bias module with nothing shared between layers (public reimplementations of the
+listing build one per attention layer). ``share_layers=True`` shares one FIRE by all layers of a stack, the
+layerwise sharing the paper discusses as a cheaper variant (which we could not re-read to confirm its results).
+Cross attention is refused. Computed in float32 (half-precision models included).
 
 Under FlexAttention f_theta is evaluated once per pair of sentence positions (i, j), an (H, S, S) table that every
 sentence of the batch reads by its padding-aware positions, instead of once per (batch, query, key).
@@ -79,7 +81,8 @@ class FireOptions(MethodOptions):
     init_l: float = field(default=512.0, metadata={"help": "init_L: L = |L_multiplier * init_L|, L_multiplier learned from 1 "
                                                           "(paper's listing: 512)"})
     share_layers: bool = field(
-        default=True, metadata={"help": "one FIRE per stack shared by its layers (false: one per layer)"}
+        default=False, metadata={"help": "one FIRE per stack shared by its layers (default false: one per layer, as "
+                                         "the paper's listing)"}
     )
 
     def validate(self, method: str) -> None:
