@@ -1,4 +1,4 @@
-"""One module shared by every layer of a stack (T5's position biases, FIRE's MLP).
+"""One module shared by every layer of a stack (T5's position biases, KERPLE's kernel, FIRE's function on request).
 
 The attention core builds one method instance per attention block, so a method whose paper shares its parameters
 across layers asks for them here. Sharing is per *stack*: the placement plan (``LocalityPlan.from_args``) is built
