@@ -95,10 +95,16 @@ class Significance:
                         + str(bootstrap_seed()).lower()}
 
     def describe(self) -> str:
-        sign = {"⇑": "better, p < 0.01", "↑": "better, p < 0.05", "⇓": "worse, p < 0.01",
-                "↓": "worse, p < 0.05", "": "not significant"}[self.mark]
-        return (f"{self.mark or '-'} vs baseline {self.baseline:.2f} ({self.delta:+.2f}, "
-                f"p = {self.printed_p:.3f}, {sign})")
+        return describe_significance(self.as_dict())
+
+
+def describe_significance(result: dict[str, Any]) -> str:
+    """One line for a test (:meth:`Significance.as_dict`, or as stored in a scores.json): the mark stored when
+    it was computed, so that every output shows the same one."""
+    sign = {"⇑": "better, p < 0.01", "↑": "better, p < 0.05", "⇓": "worse, p < 0.01",
+            "↓": "worse, p < 0.05", "": "not significant"}[result["mark"]]
+    return (f"{result['mark'] or '-'} vs baseline {result['baseline']:.2f} ({result['delta']:+.2f}, "
+            f"p = {result['p_value']:.3f}, {sign})")
 
 
 def paired_bootstrap(metric: Metric, hyps: Sequence[str], baseline: Sequence[str], refs: Sequence[str],
@@ -165,9 +171,10 @@ def paired_bootstrap_over_sentences(metric: Metric, systems: Sequence[Sequence[s
     resampled_system, resampled_baseline = resampled(system_stats), resampled(baseline_stats)
     differences = np.abs(resampled_system - resampled_baseline)
     exceeding = int(np.sum(differences - differences.mean() > abs(system_score - baseline_score)))
-    # a difference that rounds to +0.00 is none that a table shows: p = 1, whatever the resamples say
-    p = 1.0 if round(system_score - baseline_score, 2) == 0 else (exceeding + 1) / (samples + 1)
-    return Significance(name, system_score, baseline_score, p, samples)
+    result = Significance(name, system_score, baseline_score, (exceeding + 1) / (samples + 1), samples)
+    if result.delta == 0:  # a difference that prints as +0.00 is none a table shows: p = 1, whatever the resamples
+        result.p_value = 1.0
+    return result
 
 
 def _bleu_dict(score: Any, signature: str | None = None) -> dict[str, Any]:
@@ -226,13 +233,7 @@ def summary(scores: dict[str, Any]) -> str:
     sig = scores.get("significance", {})
 
     def mark(key: str) -> str:
-        if key not in sig:
-            return ""
-        s = sig[key]  # the mark stored when it was computed, so that every output shows the same one
-        sign = {"⇑": "better, p < 0.01", "↑": "better, p < 0.05", "⇓": "worse, p < 0.01",
-                "↓": "worse, p < 0.05", "": "not significant"}[s["mark"]]
-        return (f"  {s['mark'] or '-'} vs baseline {s['baseline']:.2f} ({s['delta']:+.2f}, "
-                f"p = {s['p_value']:.3f}, {sign})")
+        return f"  {describe_significance(sig[key])}" if key in sig else ""
 
     t = scores["tokenized_bleu"]
     how = ", ".join(x for x in ("case-insensitive" if t["lowercase"] else "cased",
