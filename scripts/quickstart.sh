@@ -70,10 +70,17 @@ train() {  # train ARCH into $work/ARCH for $updates updates (resumes; skipped w
     return
   fi
   # OMP_NUM_THREADS unset: a single process uses every core; the launcher pins 1 thread per rank
-  if ! bash "$here/train.sh" sample_zh_en_tiny "$name" --data "$data/data-bin" --save-dir "$dir" \
+  local status=0
+  bash "$here/train.sh" sample_zh_en_tiny "$name" --data "$data/data-bin" --save-dir "$dir" \
       --cpu-procs "$cpu_procs" --max-tokens $((max_tokens / cpu_procs)) --effective-tokens "$max_tokens" \
       "optimization.max_update=$updates" "checkpoint.save_interval_updates=$(( updates > 200 ? 200 : updates ))" \
-      common.log_interval=25 2>&1 | "$PYTHON" "$here/launch.py" progress "$name" "$updates"; then
+      common.log_interval=25 2>&1 | "$PYTHON" "$here/launch.py" progress "$name" "$updates" || status=$?
+  if (( status == 2 )); then
+    # train.sh's own checks (the run-directory guard, the options) exit 2 before fairseq starts, so
+    # hydra_train.log holds nothing about it: its one-line reason is printed above
+    echo "quickstart.sh: $name was not trained: train.sh refused, for the reason printed above" >&2
+    exit 2
+  elif (( status != 0 )); then
     echo "quickstart.sh: training $name failed; see $dir/hydra_train.log" >&2
     exit 1
   fi

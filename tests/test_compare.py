@@ -556,3 +556,17 @@ def test_published_runs_are_restored_not_retrained(tiny_grid, tmp_path):
     before = json.loads((root / "work" / "tiny" / "table.json").read_text())["rows"]
     assert [(r["arch"], r["tokenized_bleu"], r["params"]) for r in rows] == [(r["arch"], r["tokenized_bleu"], r["params"]) for r in before]
     assert not list((tmp_path / "fresh-work").rglob("*.pt"))
+
+
+def test_the_eta_counts_only_runs_trained_from_their_start(capsys):
+    progress = compare.Progress(total=6, done=1, jobs=2)
+    assert progress.eta() == "5 run(s) left, ETA after the first run trained from its start"
+    progress.finished(900.0, whole=False)  # resumed: its last quarter of an hour says nothing of a whole run
+    assert progress.eta() == "4 run(s) left, ETA after the first run trained from its start"
+    progress.finished(3600.0)
+    progress.finished(5400.0)
+    # mean 4,500 s x 2 remaining runs / 2 jobs
+    assert progress.eta() == "ETA for the 2 remaining run(s): 1h15m"
+    progress.finished(10.0, whole=False)
+    progress.finished(10.0, whole=False)
+    assert progress.eta() == "no run left"

@@ -35,6 +35,16 @@ def test_quickstart_smoke_runs_end_to_end_and_resumes(tmp_path):
     assert again.count("already trained, skipped") == 2 and again.count("already evaluated, skipped") == 2
     assert "effective batch" not in again  # nothing was trained again
 
+    # fewer updates than the directory holds: the run-directory guard refuses, and quickstart says so
+    before = {path: path.read_bytes() for path in work.rglob("*") if path.is_file()}
+    fewer = run([*QUICKSTART, "--updates", "5", "--work", str(work)], check=False)
+    assert fewer.returncode == 2, fewer.stderr[-2000:]
+    assert "further than the requested max_update=5" in fewer.stdout + fewer.stderr
+    assert "train.sh refused, for the reason printed above" in fewer.stderr
+    assert "hydra_train.log" not in fewer.stderr
+    after = {path: path.read_bytes() for path in work.rglob("*") if path.is_file()}
+    assert after == before
+
 
 def test_quickstart_rejects_bad_flags(tmp_path):
     for args, message in ((["--updates", "ten"], "--updates must be a positive integer"),

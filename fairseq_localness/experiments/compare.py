@@ -228,7 +228,12 @@ def validate(grid: Grid) -> None:
 
 
 class Progress:
-    """Progress lines of the grid: which run, epoch and update, validation loss, and an ETA."""
+    """Progress lines of the grid: which run, epoch and update, validation loss, and an ETA.
+
+    The ETA averages the runs this process trained from their first update. A run resumed from its checkpoint
+    (a killed grid restarted) took only its last part here, so counting it would promise the remaining runs in a
+    fraction of their time; it counts as done, without a duration.
+    """
 
     def __init__(self, total: int, done: int, jobs: int):
         self.total, self.done, self.jobs = total, done, jobs
@@ -241,14 +246,18 @@ class Progress:
 
     def eta(self) -> str:
         remaining = self.total - self.done
-        if not self.durations or remaining <= 0:
-            return "ETA: after the first run"
+        if remaining <= 0:
+            return "no run left"
+        if not self.durations:
+            return f"{remaining} run(s) left, ETA after the first run trained from its start"
         seconds = sum(self.durations) / len(self.durations) * remaining / self.jobs
         return f"ETA for the {remaining} remaining run(s): {_duration(seconds)}"
 
-    def finished(self, seconds: float) -> None:
+    def finished(self, seconds: float, whole: bool = True) -> None:
+        """One more run done; SECONDS enter the ETA only for a WHOLE run (trained from its first update)."""
         with self.lock:
-            self.durations.append(seconds)
+            if whole:
+                self.durations.append(seconds)
             self.done += 1
 
 
@@ -266,6 +275,7 @@ def run_one(grid: Grid, spec: RunSpec, index: int, progress: Progress) -> Option
         env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")  # one core per run: --jobs runs share the machine
     run_dir = grid.run_dir(spec)
     trained = run_dir / "trained"
+    whole = False  # trained here from its first update: its time is a whole run's, for the ETA
     if not trained.exists():
         launch = launch_of(grid, spec)
         try:
@@ -274,6 +284,7 @@ def run_one(grid: Grid, spec: RunSpec, index: int, progress: Progress) -> Option
         except LaunchError as err:
             return str(err)
         resumed = (run_dir / "checkpoints" / "checkpoint_last.pt").exists()
+        whole = not resumed and not launch.already_trained
         progress.say(f"{tag}: " + ("its checkpoint is at the recipe's max_update: trained" if launch.already_trained
                                    else "resuming from checkpoint_last.pt" if resumed else "training"))
     if not trained.exists() and not launch.already_trained:
@@ -313,7 +324,7 @@ def run_one(grid: Grid, spec: RunSpec, index: int, progress: Progress) -> Option
     if code != 0:
         return f"evaluation failed (exit {code}; see {run_dir / 'evaluate.log'}); rerun to retry"
     result = collect_run(grid, spec)
-    progress.finished(time.time() - start)
+    progress.finished(time.time() - start, whole)
     bleu = result.get("sacrebleu") if result.get("sacrebleu") is not None else result.get("tokenized_bleu")
     progress.say(f"{tag}: done in {_duration(time.time() - start)}, BLEU {bleu}, {result.get('epochs')} epochs; "
                  f"{progress.eta()}")
