@@ -363,6 +363,27 @@ def test_progress_reads_fairseqs_stop_lines():
     assert compare._FLOOR.search(floor).groups() == ("0.000125", "0.00015") and not compare._FLOOR.search(patience)
 
 
+def test_placement_is_read_from_the_plugins_log_lines(tmp_path):
+    from fairseq_localness.experiments.runlog import placement
+
+    log = tmp_path / "hydra_train.log"
+    line = ("[2026-11-26 04:54:59,633][fairseq_localness.architectures.base][INFO] - locality: cross layer 2: "
+            "diffwin_cross; decoder layer 1: relpos; decoder layer 2: relpos; encoder layer 1: gaussian, relpos; "
+            "encoder layer 2: relpos; encoder layer 3: gaussian, relpos\n")
+    log.write_text(line + "[2026-11-26 05:10:00,000][fairseq_cli.train][INFO] - begin training epoch 2\n" + line)
+    # per method, its attention types in the order encoder, decoder, cross and its layers as ranges; a resumed
+    # run's second line is the same and counts once
+    assert placement(log) == "gaussian: encoder 1,3; relpos: encoder 1-3, decoder 1-2; diffwin_cross: cross 2"
+    log.write_text("[2026-11-26 04:00:00,000][fairseq_localness.architectures.man][INFO] - MAN layers: encoder "
+                   "dman->san->ffn, decoder san,ffn->x, sizes released, attention ReLU False\n"
+                   "[2026-11-26 04:00:00,001][fairseq_localness.architectures.base][INFO] - locality: no locality "
+                   "methods (plain Transformer attention)\n")
+    assert placement(log) == "MAN layers: encoder dman->san->ffn, decoder san,ffn->x (every layer)"
+    log.write_text("[2026-11-26 04:00:00,000][fairseq_cli.train][INFO] - num. model params: 2,424,320\n")
+    assert placement(log) == "none"  # fairseq's own Transformer logs no placement
+    assert placement(tmp_path / "missing.log") is None
+
+
 # --------------------------------------------------------------------------- the tiny grid, end to end
 
 
@@ -409,6 +430,9 @@ def test_tiny_grid_table_columns_and_files(tiny_grid):
     per_run = [line.split(",") for line in buckets[1:] if ",transformer,pre,1," in line]
     assert [row[4] for row in per_run] == ["1-5", "6-9", ">9"] and sum(int(row[5]) for row in per_run) == 40
     assert "| `transformer_gaussian_local` | pre |" in (out / "buckets.md").read_text()
+    # where the methods sit, from the training logs: the Gaussian's default 1-3 is every layer of this 3-layer encoder
+    assert "| `transformer` | none |" in table and "| `transformer_gaussian_local` | gaussian: encoder 1-3 |" in table
+    assert {r["placement"] for r in runs} == {"none", "gaussian: encoder 1-3"}
     # every run trained with the same recipe and its own seed: the composed configs differ in the seed only
     configs = [(out / "pre" / a / f"seed{s}" / "checkpoints" / ".hydra" / "config.yaml").read_text()
                for a in ("transformer", "transformer_gaussian_local") for s in (1, 2)]

@@ -48,7 +48,7 @@ from ..provenance import checkout_of, machine_description, portable_paths
 from .launch import LaunchError, Launch, arch_configs, benchmark_values, benchmarks, model_keys, precision_overrides
 from .plans import RowPlan
 from .processes import stream
-from .runlog import VALID_LINE, stats, validation_points
+from .runlog import VALID_LINE, placement, stats, validation_points
 from .tables import Row
 
 COMPARE_FILE = CONFIG_DIR / "compare.yaml"
@@ -364,6 +364,7 @@ def collect_run(grid: Grid, spec: RunSpec) -> Dict[str, Any]:
         "params": run["params"], "train_wps": run["train_wps"], "updates": run["updates"],
         "epochs": epochs, "best_valid_loss": best_loss, "best_update": best_update,
         "decode_tokens_per_s": decoding_speed(run_dir / EVAL_DIR),
+        "placement": placement(run_dir / "checkpoints" / "hydra_train.log"),
         "sacrebleu_signature": (scores.get("sacrebleu") or {}).get("signature"),
         # relative to WORK/LABEL: the record reads the same in the published copy, wherever the checkout lies
         "eval_dir": str((run_dir / EVAL_DIR).relative_to(grid.root)),
@@ -526,6 +527,8 @@ def summarize(records: List[Dict[str, Any]], baseline: str, lowercase: bool, sam
             row[metric] = _round(mean)
             row[f"{metric}_sd"] = _round(sd)
         row["params"] = runs[0]["params"]
+        # the same for every seed of a row unless --train-args moved a method between calls: then every one shows
+        row["placement"] = " / ".join(dict.fromkeys(r.get("placement") or "no training log" for r in runs))
         for speed, ratio in (("train_wps", "train_speed_ratio"), ("decode_tokens_per_s", "decode_speed_ratio")):
             mine, _ = mean_sd([r[speed] for r in runs])
             theirs, _ = mean_sd([r[speed] for r in base_runs])
@@ -572,6 +575,17 @@ def markdown_table(rows: List[Dict[str, Any]], baseline: str) -> str:
             f"{_pm(row['tokenized_bleu'], row['tokenized_bleu_sd'])} | {_pm(row['chrf'], row['chrf_sd'])} | {delta} | "
             f"{_params(row['params'])} | {_ratio(row['train_speed_ratio'])} | {_ratio(row['decode_speed_ratio'])} | "
             f"{_pm(row['epochs'], row['epochs_sd'], digits=1)} |")
+    return "\n".join(lines) + "\n"
+
+
+def placement_table(rows: List[Dict[str, Any]]) -> str:
+    """Where each architecture's methods sit in the recipe's model, one line per architecture (as its runs'
+    training logs record it). A paper's default placement was chosen for its own depth: the Gaussian's and
+    CSAN's 'encoder layers 1-3' are the lower half of a 6-layer encoder, and all of a 3-layer one."""
+    lines = ["| architecture | methods: attention, 1-based layers |", "|---|---|"]
+    for arch in dict.fromkeys(row["arch"] for row in rows):
+        where = " / ".join(dict.fromkeys(row.get("placement") or "no training log" for row in rows if row["arch"] == arch))
+        lines.append(f"| `{arch}` | {where} |")
     return "\n".join(lines) + "\n"
 
 
@@ -641,6 +655,10 @@ def write_outputs(grid: Grid, records: List[Dict[str, Any]], rows: List[Dict[str
     ]
     table = markdown_table(rows, grid.baseline)
     text = f"{caption}\n\n{table}\n" + "\n\n".join(notes) + "\n"
+    if rows:
+        text += ("\nWhere each architecture's methods sit in this recipe's model (each method's default placement, "
+                 "as the runs' training logs record it; a default chosen for a 6-layer encoder, such as 'encoder "
+                 "layers 1-3', covers every layer of a 3-layer one):\n\n" + placement_table(rows))
     (root / "table.md").write_text(text, encoding="utf-8")
     (root / "table.json").write_text(json.dumps({"caption": caption, "recipe": recipe_summary(grid),
                                                  "baseline": grid.baseline, "rows": rows}, indent=1) + "\n",

@@ -75,6 +75,59 @@ def final_train_loss(save_dir: Path) -> Optional[float]:
     return float(losses[-1]) if losses else None
 
 
+#: the plugin's log lines of where the methods sit: ``LocalityPlan.describe()`` and the MAN layers' orders
+_LOCALITY = re.compile(r"\] - locality: (.*)$", re.MULTILINE)
+_MAN_LAYERS = re.compile(r"\] - MAN layers: encoder (\S+), decoder (\S+),", re.MULTILINE)
+_PLACED = re.compile(r"(encoder|decoder|cross) layer (\d+): (.+)")
+
+
+def _layer_ranges(layers: Sequence[int]) -> str:
+    """1,2,3,5 -> '1-3,5'."""
+    ranges: List[List[int]] = []
+    for layer in sorted(set(layers)):
+        if ranges and layer == ranges[-1][1] + 1:
+            ranges[-1][1] = layer
+        else:
+            ranges.append([layer, layer])
+    return ",".join(f"{a}-{b}" if b > a else f"{a}" for a, b in ranges)
+
+
+def placement(log: Path) -> Optional[str]:
+    """Where a run's methods sit, from the lines the plugin logs when it builds the model: per method, the
+    attention types and 1-based layers ('gaussian: encoder 1-3; relpos: encoder 1-3, decoder 1-3'), the MAN
+    layers' sublayer orders, or 'none' for plain attention (fairseq's own models log neither line). None
+    without a log."""
+    if not log.is_file():
+        return None
+    text = log.read_text(errors="replace")
+    described = _LOCALITY.findall(text)
+    man = _MAN_LAYERS.findall(text)
+    where: Dict[str, Dict[str, List[int]]] = {}  # method -> attention type -> layers
+    seen: Dict[Tuple[str, str], int] = {}  # (method, attention type) -> order of first mention
+    for entry in (described[-1].split("; ") if described else []):  # a resumed run logs it again, the same
+        match = _PLACED.fullmatch(entry.strip())
+        if match:
+            kind, layer, methods = match.groups()
+            for method in methods.split(", "):
+                where.setdefault(method, {}).setdefault(kind, []).append(int(layer))
+                seen.setdefault((method, kind), len(seen))
+
+    def first_place(method: str) -> Tuple[int, int]:  # encoder methods first, then decoder, then cross
+        kind = min(where[method], key=ATTENTION_ORDER.index)
+        return ATTENTION_ORDER.index(kind), seen[(method, kind)]
+
+    parts = [f"{method}: " + ", ".join(f"{kind} {_layer_ranges(where[method][kind])}"
+                                       for kind in sorted(where[method], key=ATTENTION_ORDER.index))
+             for method in sorted(where, key=first_place)]
+    if man:
+        encoder, decoder = man[-1]
+        parts.append(f"MAN layers: encoder {encoder}, decoder {decoder} (every layer)")
+    return "; ".join(parts) or "none"
+
+
+ATTENTION_ORDER = ("encoder", "decoder", "cross")
+
+
 _INNER = re.compile(r"\[train_inner\].*?loss=([\d.]+).*?wps=([\d.]+).*?num_updates=(\d+)")
 
 
