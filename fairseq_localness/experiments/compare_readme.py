@@ -87,7 +87,8 @@ def render(results: Path = RESULTS, base: Path = REPO) -> str:
              f"finished, and the difference from `{first['baseline']}` with the same norm placement and seeds; "
              "⇑/⇓ p < 0.01, ↑/↓ p < 0.05 (paired bootstrap over the test sentences, every seed's output of each). "
              "Training speed is a ratio to the baseline in the same grid (CPU runs share the machine: noisy). The "
-             "full tables give every metric, the seeds, the recipe and the test.")
+             "full tables give every metric, the seeds, the recipe, the test and the layers each method sits in "
+             "(each method's default placement, which its paper chose for a 6-layer encoder).")
     return "\n".join(lines) + "\n\n" + markdown(header, rows) + "\n\n" + notes
 
 
