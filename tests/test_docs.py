@@ -100,6 +100,39 @@ def test_readme_results_match_their_files():
             assert all(f"| `{row['arch']}` | {row['norm']} | {len(row['seeds'])} |" in table.read_text() for row in rows)
 
 
+def test_train_short_test_long_section_matches_its_files():
+    """docs/methods/modern.md's train-short / test-long block is the Europarl split's published files, rendered."""
+    from fairseq_localness.experiments import compare_readme
+
+    page = compare_readme.EXTRAPOLATION_PAGE.read_text(encoding="utf-8")
+    block = re.search(r"<!-- extrapolation-results -->\n(.*?)\n<!-- /extrapolation-results -->", page, re.S)
+    assert block, "docs/methods/modern.md needs the <!-- extrapolation-results --> block"
+    assert block.group(1) == compare_readme.render_extrapolation(), \
+        "docs/methods/modern.md differs from docs/results/compare/: run python -m fairseq_localness.experiments.compare_readme"
+
+
+def test_train_short_test_long_section_by_hand(tmp_path):
+    import json
+
+    from fairseq_localness.experiments import compare_readme
+
+    results, page_dir = tmp_path / "docs" / "results" / "compare", tmp_path / "docs" / "methods"
+    assert compare_readme.render_extrapolation(results, page_dir) == \
+        "No run of this split has finished yet, so no number is published here."
+    folder = results / "europarl_len_de_en"
+    folder.mkdir(parents=True)
+    (folder / "table.json").write_text(json.dumps({"caption": "europarl_len_de_en: 2 runs finished", "rows": []}))
+    assert compare_readme.render_extrapolation(results, page_dir).startswith("No run")  # no buckets.md yet
+    buckets = ("europarl_len_de_en: tokenized BLEU by source length\n\n| architecture | norm | 1-10 (200) | >60 (200) |\n"
+               "|---|---|---|---|\n| `transformer` | pre | 30.00 | 10.00 |\n")
+    (folder / "buckets.md").write_text(buckets)
+    text = compare_readme.render_extrapolation(results, page_dir)
+    assert text.startswith("Grid: europarl_len_de_en: 2 runs finished; "
+                           "[full table](../results/compare/europarl_len_de_en/table.md)")
+    assert buckets.strip() in text
+    assert "![tokenized BLEU by source length, one line per architecture](../results/compare/europarl_len_de_en/buckets.png)" in text
+
+
 def test_readme_results_table_by_hand(tmp_path):
     """One row per (architecture, norm) across corpora; a corpus that lacks a row shows '-'; the baseline,
     a significant difference and a seed sd as the cells say."""

@@ -7,14 +7,16 @@ per published corpus (its caption with date, machine and command, and links to i
 curves, runs and BLEU by length), then one compact table with a row per (architecture, norm placement) and a
 column per corpus (BLEU, and the difference from the baseline with its significance mark), read from each
 corpus's ``table.json``. The full tables (every metric, the recipe, the test) stay in docs/results/compare/, so
-the README stays short while the grid grows. ``--check`` writes nothing and exits 1 when the README differs from
-the files (``tests/test_docs.py`` runs it).
+the README stays short while the grid grows. It also writes the train-short / test-long block of
+docs/methods/modern.md (``<!-- extrapolation-results -->``) from the Europarl split's BLEU by source length.
+``--check`` writes nothing and exits 1 when either page differs from the files (``tests/test_docs.py`` checks both).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -92,6 +94,30 @@ def render(results: Path = RESULTS, base: Path = REPO) -> str:
     return "\n".join(lines) + "\n\n" + markdown(header, rows) + "\n\n" + notes
 
 
+#: the train-short / test-long page and its generated block (docs/methods/modern.md, "Train short, test long")
+EXTRAPOLATION_LABEL = "europarl_len_de_en"
+EXTRAPOLATION_PAGE = REPO / "docs" / "methods" / "modern.md"
+EXTRAPOLATION_BEGIN, EXTRAPOLATION_END = "<!-- extrapolation-results -->", "<!-- /extrapolation-results -->"
+
+
+def render_extrapolation(results: Path = RESULTS, page_dir: Path = EXTRAPOLATION_PAGE.parent) -> str:
+    """The train-short / test-long block: the Europarl split's BLEU by source-length bucket (its buckets.md, as the
+    comparison command wrote it), the figure of it and the grid's caption, from ``results``/europarl_len_de_en."""
+    folder = results / EXTRAPOLATION_LABEL
+    if not (folder / "table.json").is_file() or not (folder / "buckets.md").is_file():
+        return "No run of this split has finished yet, so no number is published here."
+    table = json.loads((folder / "table.json").read_text(encoding="utf-8"))
+    rel = Path(os.path.relpath(folder, page_dir)).as_posix()
+    buckets = (folder / "buckets.md").read_text(encoding="utf-8").strip()
+    return (f"Grid: {table['caption']}; [full table]({rel}/table.md), [every run]({rel}/runs.csv), "
+            f"[BLEU by length, every run]({rel}/buckets.csv).\n\n{buckets}\n\n"
+            f"![tokenized BLEU by source length, one line per architecture]({rel}/buckets.png)\n\n"
+            "The training and validation pairs have at most 20 source words: buckets 1-10 and 11-20 are the lengths "
+            "the models were trained on, every later bucket is longer than any training sentence. The cells are "
+            "tokenized BLEU of the test sentences in the bucket (their number in brackets); the table's BLEU over "
+            "the whole test set, its significance test and the recipe are in the full table.")
+
+
 def replace_section(readme_text: str, section: str) -> str:
     return replace_block(readme_text, BEGIN, END, section, "README.md")
 
@@ -101,19 +127,26 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 if README.md differs from the result files")
     parser.add_argument("--readme", type=Path, default=README)
     parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument("--extrapolation-page", type=Path, default=EXTRAPOLATION_PAGE,
+                        help="the page with the train-short / test-long block [docs/methods/modern.md]")
     args = parser.parse_args(argv)
-    current = args.readme.read_text(encoding="utf-8")
-    wanted = replace_section(current, render(args.results, args.readme.resolve().parent))
-    if args.check:
-        if wanted != current:
-            print(f"{args.readme}: the results section differs from {args.results}; run "
+    pages = [(args.readme, replace_section(args.readme.read_text(encoding="utf-8"),
+                                           render(args.results, args.readme.resolve().parent)))]
+    page = args.extrapolation_page
+    pages.append((page, replace_block(page.read_text(encoding="utf-8"), EXTRAPOLATION_BEGIN, EXTRAPOLATION_END,
+                                      render_extrapolation(args.results, page.resolve().parent), str(page))))
+    status = 0
+    for path, wanted in pages:
+        if wanted == path.read_text(encoding="utf-8"):
+            continue
+        if args.check:
+            print(f"{path}: the results section differs from {args.results}; run "
                   "python -m fairseq_localness.experiments.compare_readme", file=sys.stderr)
-            return 1
-        return 0
-    if wanted != current:
-        args.readme.write_text(wanted, encoding="utf-8")
-        print(f"updated {args.readme}")
-    return 0
+            status = 1
+        else:
+            path.write_text(wanted, encoding="utf-8")
+            print(f"updated {path}")
+    return status
 
 
 if __name__ == "__main__":
