@@ -379,6 +379,9 @@ def test_placement_is_read_from_the_plugins_log_lines(tmp_path):
                    "[2026-11-26 04:00:00,001][fairseq_localness.architectures.base][INFO] - locality: no locality "
                    "methods (plain Transformer attention)\n")
     assert placement(log) == "MAN layers: encoder dman->san->ffn, decoder san,ffn->x (every layer)"
+    log.write_text("2026-11-26 04:00:00 | INFO | fairseq_localness.architectures.base | locality: encoder layer 1: "
+                   "csan1d; encoder layer 2: csan1d\n")  # fairseq-train's own log format
+    assert placement(log) == "csan1d: encoder 1-2"
     log.write_text("[2026-11-26 04:00:00,000][fairseq_cli.train][INFO] - num. model params: 2,424,320\n")
     assert placement(log) == "none"  # fairseq's own Transformer logs no placement
     assert placement(tmp_path / "missing.log") is None

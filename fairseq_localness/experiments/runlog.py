@@ -75,10 +75,12 @@ def final_train_loss(save_dir: Path) -> Optional[float]:
     return float(losses[-1]) if losses else None
 
 
-#: the plugin's log lines of where the methods sit: ``LocalityPlan.describe()`` and the MAN layers' orders
-_LOCALITY = re.compile(r"\] - locality: (.*)$", re.MULTILINE)
-_MAN_LAYERS = re.compile(r"\] - MAN layers: encoder (\S+), decoder (\S+),", re.MULTILINE)
+#: the plugin's log lines of where the methods sit: ``LocalityPlan.describe()`` and the MAN layers' orders, in
+#: hydra's log format ("...][INFO] - locality: ...") and fairseq-train's ("... | INFO | ... | locality: ...")
+_LOCALITY = re.compile(r"(?:\] -|\|) locality: (.*)$", re.MULTILINE)
+_MAN_LAYERS = re.compile(r"(?:\] -|\|) MAN layers: encoder (\S+), decoder (\S+),", re.MULTILINE)
 _PLACED = re.compile(r"(encoder|decoder|cross) layer (\d+): (.+)")
+ATTENTION_ORDER = ("encoder", "decoder", "cross")  # the order a placement is written in
 
 
 def _layer_ranges(layers: Sequence[int]) -> str:
@@ -123,9 +125,6 @@ def placement(log: Path) -> Optional[str]:
         encoder, decoder = man[-1]
         parts.append(f"MAN layers: encoder {encoder}, decoder {decoder} (every layer)")
     return "; ".join(parts) or "none"
-
-
-ATTENTION_ORDER = ("encoder", "decoder", "cross")
 
 
 _INNER = re.compile(r"\[train_inner\].*?loss=([\d.]+).*?wps=([\d.]+).*?num_updates=(\d+)")
