@@ -584,7 +584,7 @@ def placement_table(rows: List[Dict[str, Any]]) -> str:
     CSAN's 'encoder layers 1-3' are the lower half of a 6-layer encoder, and all of a 3-layer one."""
     lines = ["| architecture | methods: attention, 1-based layers |", "|---|---|"]
     for arch in dict.fromkeys(row["arch"] for row in rows):
-        where = " / ".join(dict.fromkeys(row.get("placement") or "no training log" for row in rows if row["arch"] == arch))
+        where = " / ".join(dict.fromkeys(row["placement"] for row in rows if row["arch"] == arch))  # pre, post
         lines.append(f"| `{arch}` | {where} |")
     return "\n".join(lines) + "\n"
 

@@ -130,14 +130,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--extrapolation-page", type=Path, default=EXTRAPOLATION_PAGE,
                         help="the page with the train-short / test-long block [docs/methods/modern.md]")
     args = parser.parse_args(argv)
-    pages = [(args.readme, replace_section(args.readme.read_text(encoding="utf-8"),
-                                           render(args.results, args.readme.resolve().parent)))]
-    page = args.extrapolation_page
-    pages.append((page, replace_block(page.read_text(encoding="utf-8"), EXTRAPOLATION_BEGIN, EXTRAPOLATION_END,
-                                      render_extrapolation(args.results, page.resolve().parent), str(page))))
+    readme, page = args.readme.read_text(encoding="utf-8"), args.extrapolation_page.read_text(encoding="utf-8")
+    pages = [(args.readme, readme, replace_section(readme, render(args.results, args.readme.resolve().parent))),
+             (args.extrapolation_page, page,
+              replace_block(page, EXTRAPOLATION_BEGIN, EXTRAPOLATION_END,
+                            render_extrapolation(args.results, args.extrapolation_page.resolve().parent),
+                            str(args.extrapolation_page)))]
     status = 0
-    for path, wanted in pages:
-        if wanted == path.read_text(encoding="utf-8"):
+    for path, current, wanted in pages:
+        if wanted == current:
             continue
         if args.check:
             print(f"{path}: the results section differs from {args.results}; run "
