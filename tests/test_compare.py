@@ -597,3 +597,20 @@ def test_the_eta_counts_only_runs_trained_from_their_start(capsys):
     progress.finished(10.0, whole=False)
     progress.finished(10.0, whole=False)
     assert progress.eta() == "no run left"
+
+
+def test_learning_curves_zoom_on_the_second_half_and_draw_every_run(tmp_path):
+    spec = compare.RunSpec
+    curves = {spec("transformer", "pre", 1): [(1, 8.0), (2, 5.0), (3, 4.5), (4, 4.2)],
+              spec("transformer", "pre", 2): [(1, 8.1), (2, 5.2), (3, 4.4), (4, 4.3), (5, 4.25), (6, 4.24)],
+              spec("transformer_dman", "post", 1): [(1, 7.9)]}
+    # the longest run has 6 epochs: the panel starts at epoch 3 and spans the losses from there, 4.2 to 4.5,
+    # padded by 5% of that range (0.015) and 1e-3; the one-epoch run does not reach it and is left out of the range
+    zoom_from, last, low, high = compare.zoom_window(curves)
+    assert (zoom_from, last) == (3, 6)
+    assert low == pytest.approx(4.2 - 0.016) and high == pytest.approx(4.5 + 0.016)
+    # one run of one epoch: a flat range still gets a window
+    assert compare.zoom_window({spec("transformer", "pre", 1): [(1, 7.0)]}) == (1, 1, pytest.approx(6.999),
+                                                                                 pytest.approx(7.001))
+    compare.plot_curves(curves, tmp_path / "curves.png", "tiny")
+    assert (tmp_path / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -808,33 +808,68 @@ def write_curves(grid: Grid, records: List[Dict[str, Any]]) -> None:
     """Validation loss after every epoch of every finished run (curves.csv), and its plot (curves.png):
     the evidence that every run stopped on a plateau, not on a budget."""
     lines = ["corpus,arch,norm,seed,epoch,updates,valid_loss"]
-    series: Dict[str, List[Tuple[int, float]]] = {}
+    curves: Dict[RunSpec, List[Tuple[int, float]]] = {}
     for record in records:
         spec = RunSpec(record["arch"], record["norm"], record["seed"])
         log = grid.run_dir(spec) / "checkpoints" / "hydra_train.log"
-        points = validation_points(log)
         seen = {}
-        for epoch, updates, loss in points:  # a resumed run may log an epoch twice: keep the last
+        for epoch, updates, loss in validation_points(log):  # a resumed run may log an epoch twice: keep the last
             seen[epoch] = (updates, loss)
         for epoch in sorted(seen):
             lines.append(f"{grid.label},{spec.arch},{spec.norm},{spec.seed},{epoch},{seen[epoch][0]},{seen[epoch][1]}")
-            series.setdefault(f"{spec.arch} ({spec.norm})", []).append((epoch, seen[epoch][1]))
+        if seen:
+            curves[spec] = [(epoch, seen[epoch][1]) for epoch in sorted(seen)]
     (grid.root / "curves.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    if not series:
-        return
+    if curves:
+        plot_curves(curves, grid.root / "curves.png", grid.label)
+
+
+def plot_curves(curves: Dict[RunSpec, List[Tuple[int, float]]], path: Path, label: str) -> None:
+    """Two panels: every run's validation loss per epoch, and the same zoomed on the second half of the epochs,
+    where the stopping rule acts. One line per run: a colour per architecture (tab20 then tab20b, so that 22
+    families stay apart), solid pre-norm, dashed post-norm; a dot marks the epoch of the run's best loss, the
+    checkpoint that is scored."""
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(8, 5.5))
-    for label, points in sorted(series.items()):
-        points.sort()
-        ax.plot([p[0] for p in points], [p[1] for p in points], ".", markersize=3, label=label)
-    ax.set_xlabel("epoch")
-    ax.set_ylabel("validation loss (every seed)")
-    ax.set_title(f"{grid.label}: validation loss per epoch, every run", fontsize=9)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=6, ncol=2)
+    from matplotlib import colormaps
+
+    archs = sorted({spec.arch for spec in curves})
+    palette = [*colormaps["tab20"].colors, *colormaps["tab20b"].colors]
+    colour = {arch: palette[i % len(palette)] for i, arch in enumerate(archs)}
+    zoom_from, last_epoch, low, high = zoom_window(curves)
+    fig, (full, zoom) = plt.subplots(1, 2, figsize=(11, 5.5))
+    labelled = set()
+    for spec in sorted(curves, key=lambda s: (s.arch, s.norm, s.seed)):
+        points = curves[spec]
+        epochs, losses = [p[0] for p in points], [p[1] for p in points]
+        best = min(range(len(points)), key=lambda i: losses[i])
+        name = f"{spec.arch} ({spec.norm})"
+        style = dict(color=colour[spec.arch], linestyle="-" if spec.norm == "pre" else "--", linewidth=0.9)
+        for ax in (full, zoom):
+            ax.plot(epochs, losses, label=None if name in labelled or ax is zoom else name, **style)
+            ax.plot([epochs[best]], [losses[best]], "o", color=colour[spec.arch], markersize=3)
+        labelled.add(name)
+    full.set_title(f"{label}: validation loss per epoch, one line per run", fontsize=9)
+    zoom.set_title(f"from epoch {zoom_from}; a dot marks each run's best (scored) epoch", fontsize=9)
+    zoom.set_xlim(zoom_from - 0.5, last_epoch + 0.5)
+    zoom.set_ylim(low, high)
+    for ax in (full, zoom):
+        ax.set_xlabel("epoch")
+        ax.grid(alpha=0.3)
+    full.set_ylabel("validation loss")
+    full.legend(fontsize=6, ncol=2)
     fig.tight_layout()
-    fig.savefig(grid.root / "curves.png", dpi=120)
+    fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def zoom_window(curves: Dict[RunSpec, List[Tuple[int, float]]]) -> Tuple[int, int, float, float]:
+    """The zoomed panel of :func:`plot_curves`: (first epoch, last epoch, lowest loss, highest loss) over the second
+    half of the longest run's epochs, the loss range padded by 5% (and 1e-3, for a flat range)."""
+    last_epoch = max(points[-1][0] for points in curves.values())
+    zoom_from = max(1, last_epoch // 2)
+    zoomed = [loss for points in curves.values() for epoch, loss in points if epoch >= zoom_from]
+    pad = 0.05 * (max(zoomed) - min(zoomed)) + 1e-3
+    return zoom_from, last_epoch, min(zoomed) - pad, max(zoomed) + pad
 
 
 def pyplot():
@@ -1113,7 +1148,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"fairseq-localness-compare: error: {err}", file=sys.stderr)
         return 2
     print(text)
-    print(f"written to {grid.root}/table.md, table.json, runs.csv, runs.json, curves.csv and figure.png")
+    print(f"written to {grid.root}/table.md, table.json, runs.csv, runs.json, curves.csv, curves.png and figure.png")
     if args.publish:
         print(f"published to {Path(args.publish) / grid.label}")
     for name, error in failures.items():
