@@ -614,3 +614,34 @@ def test_learning_curves_zoom_on_the_second_half_and_draw_every_run(tmp_path):
                                                                                  pytest.approx(7.001))
     compare.plot_curves(curves, tmp_path / "curves.png", "tiny")
     assert (tmp_path / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_bleu_by_length_tests_each_bucket_against_the_baseline(tmp_path):
+    grid = compare.Grid(label="lbl", recipe="compare_multi30k_de_en", data_bin=tmp_path / "bin",
+                        archs=["transformer", "transformer_gaussian_local"], seeds=[1], norms=["pre"],
+                        baseline="transformer", work=tmp_path)
+    # 30 sentences of 4 source words (bucket 1-5) and 5 of 6 words (bucket >5). The Gaussian translates every
+    # sentence exactly (BLEU 100); the baseline misses every word of the short ones (BLEU 0) and gets the long ones.
+    sources = ["a b c d"] * 30 + ["a b c d e f"] * 5
+    refs = [f"w{i} x{i} y{i} z{i}" for i in range(35)]
+    outputs = {"transformer": ["q q q q"] * 30 + refs[30:], "transformer_gaussian_local": refs}
+    records = []
+    for arch, hyps in outputs.items():
+        eval_dir = grid.run_dir(compare.RunSpec(arch, "pre", 1)) / "eval-test"
+        eval_dir.mkdir(parents=True)
+        (eval_dir / "generate-test.txt").write_text("".join(f"S-{i}\t{s}\n" for i, s in enumerate(sources)))
+        (eval_dir / "hyp.tok.txt").write_text("\n".join(hyps) + "\n")
+        (eval_dir / "ref.tok.txt").write_text("\n".join(refs) + "\n")
+        records.append({"arch": arch, "norm": "pre", "seed": 1, "eval_dir": str(eval_dir.relative_to(grid.root))})
+    tests = compare.bucket_significance(grid, records, [5], lowercase=False, samples=1000)
+    # bucket 1-5: every resample differs by the observed 100 BLEU, so none exceeds it: p = 1 / 1001. Bucket >5
+    # has 5 sentences, fewer than MIN_BUCKET_TEST_SENTENCES: no test. The baseline is not tested against itself.
+    assert list(tests) == [("pre", "transformer_gaussian_local")]
+    short = tests["pre", "transformer_gaussian_local"]["1-5"]
+    assert (short.delta, short.p_value, short.mark) == (100.0, pytest.approx(1 / 1001), "⇑")
+    assert ">5" not in tests["pre", "transformer_gaussian_local"]
+    compare.write_buckets(grid, records, [5], lowercase=False)
+    table = (grid.root / "buckets.md").read_text()
+    assert "| `transformer` | pre | 0.00 (baseline) | 100.00 (baseline) |" in table
+    assert "| `transformer_gaussian_local` | pre | 100.00 (+100.00 ⇑) | 100.00 |" in table
+    assert "fewer than 30 sentences are not tested" in table

@@ -667,7 +667,7 @@ def write_outputs(grid: Grid, records: List[Dict[str, Any]], rows: List[Dict[str
         plot(rows, grid.baseline, root / "figure.png", caption.split(";")[0])
     write_curves(grid, records)
     if records and grid.length_buckets:
-        write_buckets(grid, records, grid.length_buckets, lowercased(grid.data_bin))
+        write_buckets(grid, records, grid.length_buckets, lowercased(grid.data_bin), samples)
     return text
 
 
@@ -692,8 +692,55 @@ def run_bucket_bleu(eval_dir: Path, edges: Sequence[int], lowercase: bool) -> Di
     return scores
 
 
-def write_buckets(grid: Grid, records: List[Dict[str, Any]], edges: Sequence[int], lowercase: bool) -> None:
-    """buckets.csv (every run) and buckets.md (mean over seeds per architecture): tokenised BLEU by source length."""
+#: buckets with fewer test sentences get no significance test: a bootstrap of a handful of sentences resamples
+#: little but themselves (of one sentence, nothing at all: every resample repeats the observed difference, and
+#: the test returns its smallest p)
+MIN_BUCKET_TEST_SENTENCES = 30
+
+
+def bucket_significance(grid: Grid, records: List[Dict[str, Any]], edges: Sequence[int], lowercase: bool,
+                        samples: int = 1000) -> Dict[Tuple[str, str], Dict[str, Any]]:
+    """Per architecture ((norm, arch)) and source-length bucket: the paired bootstrap of tokenised BLEU on the
+    bucket's test sentences against the baseline with the same norm placement, on the seeds both have, as
+    :func:`pooled_significance` tests the whole test set (seed k paired with the baseline's seed k, each drawn
+    sentence with every seed's output of it). {(norm, arch): {bucket name: Significance}}; the baseline,
+    architectures that share no seed with it and buckets of fewer than :data:`MIN_BUCKET_TEST_SENTENCES` sentences
+    are left out."""
+    from ..analyses.bleu import bucket_members, bucket_name, buckets_of, read_translations
+    from ..evaluation.scoring import HYP_TOK, paired_bootstrap_over_sentences, read_lines, tokenized_bleu_metric
+
+    runs: Dict[Tuple[str, str], Dict[int, Path]] = {}
+    for record in records:
+        runs.setdefault((record["norm"], record["arch"]), {})[record["seed"]] = grid.root / record["eval_dir"]
+    files: Dict[Tuple[Path, str], List[str]] = {}
+
+    def lines(eval_dir: Path, name: str) -> List[str]:
+        if (eval_dir, name) not in files:
+            files[eval_dir, name] = read_lines(str(eval_dir / name))
+        return files[eval_dir, name]
+
+    metric = tokenized_bleu_metric(lowercase)
+    result: Dict[Tuple[str, str], Dict[str, Any]] = {}
+    for (norm, arch), seeds in runs.items():
+        base = runs.get((norm, grid.baseline), {})
+        common = sorted(set(seeds) & set(base))
+        if arch == grid.baseline or not common:
+            continue
+        sources = read_translations(str(base[common[0]] / "generate-test.txt"), "S")
+        for bucket, rows in bucket_members([len(s.split()) for s in sources], buckets_of(edges)).items():
+            if len(rows) < MIN_BUCKET_TEST_SENTENCES:
+                continue
+            pick = lambda eval_dir, name: [lines(eval_dir, name)[i] for i in rows]  # noqa: E731
+            result.setdefault((norm, arch), {})[bucket_name(bucket)] = paired_bootstrap_over_sentences(
+                metric, [pick(seeds[k], HYP_TOK) for k in common], [pick(base[k], HYP_TOK) for k in common],
+                [pick(base[k], "ref.tok.txt") for k in common], "tokenized BLEU", samples)
+    return result
+
+
+def write_buckets(grid: Grid, records: List[Dict[str, Any]], edges: Sequence[int], lowercase: bool,
+                  samples: int = 1000) -> None:
+    """buckets.csv (every run) and buckets.md (mean over seeds per architecture, and the difference from the
+    baseline with its significance per bucket): tokenised BLEU by source length."""
     lines = ["corpus,arch,norm,seed,bucket,sentences,tokenized_bleu"]
     means: Dict[Tuple[str, str], Dict[str, List[float]]] = {}
     sizes: Dict[str, int] = {}
@@ -704,14 +751,27 @@ def write_buckets(grid: Grid, records: List[Dict[str, Any]], edges: Sequence[int
             means.setdefault((record["norm"], record["arch"]), {}).setdefault(bucket, []).append(bleu)
             sizes[bucket] = count
     (grid.root / "buckets.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    tests = bucket_significance(grid, records, edges, lowercase, samples)
     order = list(sizes)
     table = ["| architecture | norm | " + " | ".join(f"{b} ({sizes[b]})" for b in order) + " |",
              "|---|---|" + "---|" * len(order)]
     for (norm, arch), per_bucket in means.items():
-        cells = [_pm(*mean_sd(per_bucket[b])) if b in per_bucket else "n/a" for b in order]
+        cells = []
+        for b in order:
+            cell = _pm(*mean_sd(per_bucket[b])) if b in per_bucket else "n/a"
+            test = tests.get((norm, arch), {}).get(b)
+            if test is not None and b in per_bucket:
+                cell += f" ({test.delta:+.2f}{' ' + test.mark if test.mark else ''})"
+            elif arch == grid.baseline and b in per_bucket:
+                cell += " (baseline)"
+            cells.append(cell)
         table.append(f"| `{arch}` | {norm} | " + " | ".join(cells) + " |")
     caption = (f"{grid.label}: tokenized BLEU by source length in words (sentences per bucket in brackets), mean ± sd "
-               f"over seeds; {len(records)} runs; written {datetime.date.today().isoformat()} by the command of table.md.")
+               f"over seeds; {len(records)} runs; written {datetime.date.today().isoformat()} by the command of table.md. "
+               f"In brackets: seed-pooled BLEU of the bucket minus that of `{grid.baseline}` (same norm placement, the "
+               f"seeds both have), ⇑/⇓ p < 0.01 and ↑/↓ p < 0.05 from a paired bootstrap of the bucket's sentences "
+               f"({samples:,} resamples), as the full table tests the whole test set; buckets of fewer than "
+               f"{MIN_BUCKET_TEST_SENTENCES} sentences are not tested.")
     (grid.root / "buckets.md").write_text(caption + "\n\n" + "\n".join(table) + "\n", encoding="utf-8")
     plot_buckets(means, order, grid.root / "buckets.png", f"{grid.label}: tokenized BLEU by source length")
 

@@ -114,8 +114,11 @@ def render_extrapolation(results: Path = RESULTS, page_dir: Path = EXTRAPOLATION
             f"![tokenized BLEU by source length, one line per architecture]({rel}/buckets.png)\n\n"
             "The training and validation pairs have at most 20 source words: buckets 1-10 and 11-20 are the lengths "
             "the models were trained on, every later bucket is longer than any training sentence. The cells are "
-            "tokenized BLEU of the test sentences in the bucket (their number in brackets); the table's BLEU over "
-            "the whole test set, its significance test and the recipe are in the full table.")
+            "tokenized BLEU of the test sentences in the bucket (their number in the header), and in brackets the "
+            "difference from the baseline with its significance on those sentences; the BLEU over the whole test "
+            "set, its test and the recipe are in the full table. Nine thousand training pairs make a weak model "
+            "of Europarl: compare the rows within a bucket, and trust a difference where its mark says that the "
+            "bucket's sentences support it.")
 
 
 def replace_section(readme_text: str, section: str) -> str:
