@@ -333,6 +333,28 @@ def test_published_files_name_no_path_of_the_machine(tmp_path, monkeypatch):
     assert scores["data_bin"] == "runs/data/bin" and scores["cache"] == "~/.cache/x"
 
 
+def test_published_runs_trained_in_another_checkout_name_no_path_of_it(tmp_path):
+    """A run trained from another clone or worktree of the repository, published from this one: its config.yaml
+    records that checkout's plugin (user_dir CHECKOUT/fairseq_localness), and the published copy reads as if
+    it had been trained here."""
+    other = tmp_path / "other-worktree"
+    grid = compare.Grid(label="lbl", recipe="compare_multi30k_de_en", data_bin=tmp_path / "bin",
+                        archs=["transformer"], seeds=[1], norms=["pre"], baseline="transformer",
+                        work=tmp_path / "work")
+    run_dir = grid.run_dir(compare.RunSpec("transformer", "pre", 1))
+    config = f"common:\n  user_dir: {other}/fairseq_localness\ntask:\n  data: {other}/runs/data/bin\n"
+    for name in ("eval-test/scores.json", "checkpoints/.hydra/config.yaml"):
+        (run_dir / name).parent.mkdir(parents=True, exist_ok=True)
+        (run_dir / name).write_text(config)
+    assert compare.training_checkout(run_dir) == str(other)
+    target = compare.publish(grid, tmp_path / "published")
+    published = (target / "pre" / "transformer" / "seed1" / "checkpoints" / ".hydra" / "config.yaml").read_text()
+    assert published == "common:\n  user_dir: fairseq_localness\ntask:\n  data: runs/data/bin\n"
+    # a relative user_dir, or none, names no checkout
+    (run_dir / "checkpoints" / ".hydra" / "config.yaml").write_text("common:\n  user_dir: fairseq_localness\n")
+    assert compare.training_checkout(run_dir) is None
+
+
 def test_the_plateau_schedule_resumes_at_its_halved_rate(tiny_data_bin, tmp_path):
     """The comparison recipe halves the learning rate on a validation plateau (reduce_lr_on_plateau). With
     lr_threshold 1 every epoch is a plateau, so an uninterrupted run trains epoch k at 2e-3 / 2^(k-1). A run

@@ -804,6 +804,19 @@ RUN_FILES = ("trained", "result.json", "checkpoints/hydra_train.log", "checkpoin
              f"{EVAL_DIR}/generate-test.txt", f"{EVAL_DIR}/generate-test.log")
 
 
+def training_checkout(run_dir: Path) -> Optional[str]:
+    """The checkout a run was trained from, where it is not the one publishing (another clone or worktree of the
+    repository): the directory above the plugin's ``user_dir`` that the run's config.yaml records, which the
+    launcher gives as CHECKOUT/fairseq_localness. None where the run records no absolute user_dir."""
+    config = Path(run_dir) / "checkpoints" / ".hydra" / "config.yaml"
+    if not config.is_file():
+        return None
+    match = re.search(r"^\s*user_dir:\s*['\"]?([^'\"\s]+)['\"]?\s*$", config.read_text(encoding="utf-8"), re.M)
+    if not match or not os.path.isabs(match.group(1)) or Path(match.group(1)).name != "fairseq_localness":
+        return None
+    return str(Path(match.group(1)).parent)
+
+
 def publish(grid: Grid, directory: Path) -> Path:
     """Copy the grid's result files, and every finished run's :data:`RUN_FILES` (not its checkpoints), to
     DIRECTORY/LABEL. Text files are copied with this machine's paths made portable
@@ -813,7 +826,8 @@ def publish(grid: Grid, directory: Path) -> Path:
     check_setup(grid, mine, target / "grid.json", f"--publish {target}")
     target.mkdir(parents=True, exist_ok=True)
     checkouts = [c for c in (checkout_of(REPO), checkout_of(Path.cwd()), checkout_of(grid.work),
-                             checkout_of(grid.data_bin)) if c]
+                             checkout_of(grid.data_bin),
+                             *(training_checkout(grid.run_dir(spec)) for spec in finished_specs(grid))) if c]
 
     def copy(source: Path, destination: Path) -> None:
         destination.parent.mkdir(parents=True, exist_ok=True)
