@@ -19,8 +19,8 @@ REPO = Path(__file__).resolve().parents[1]
 #: the comparison's published tables (docs/results/compare/LABEL/) are its output, dated in their own captions
 PAGES = [REPO / "README.md", *sorted(p for p in (REPO / "docs").rglob("*.md") if not published_comparison_output(p))]
 #: generated blocks (the measured tables and the README's comparison), where dates belong: in their captions
-GENERATED = re.compile(r"<!-- table: [^>]+ -->.*?<!-- /table -->|<!-- compare-results -->.*?<!-- /compare-results -->",
-                       re.S)
+GENERATED = re.compile(r"<!-- table: [^>]+ -->.*?<!-- /table -->|<!-- compare-results -->.*?<!-- /compare-results -->"
+                       r"|<!-- extrapolation-results -->.*?<!-- /extrapolation-results -->", re.S)
 
 
 def test_every_table_is_its_result_files():
