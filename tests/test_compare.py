@@ -667,3 +667,12 @@ def test_bleu_by_length_tests_each_bucket_against_the_baseline(tmp_path):
     assert "| `transformer` | pre | 0.00 (baseline) | 100.00 (baseline) |" in table
     assert "| `transformer_gaussian_local` | pre | 100.00 (+100.00 ⇑) | 100.00 |" in table
     assert "fewer than 30 sentences are not tested" in table
+
+
+def test_plots_print_no_matplotlib_debug_lines():
+    """fairseq configures the root logger at DEBUG in some entry points; matplotlib logs its paths at import."""
+    code = ("import logging; logging.basicConfig(level=logging.DEBUG)\n"
+            "from fairseq_localness.experiments.compare import pyplot; pyplot()")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "DEBUG:matplotlib" not in done.stderr + done.stdout

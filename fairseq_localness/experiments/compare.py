@@ -950,9 +950,11 @@ def pyplot():
     """matplotlib's pyplot, drawing to files."""
     import logging
 
+    # fairseq's logging setup lets matplotlib's debug lines through (its font search, and at import its paths):
+    # quiet it before the import
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)
     import matplotlib
 
-    logging.getLogger("matplotlib").setLevel(logging.WARNING)  # fairseq's logging setup lets its font search through
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
