@@ -676,3 +676,18 @@ def test_plots_print_no_matplotlib_debug_lines():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "DEBUG:matplotlib" not in done.stderr + done.stdout
+
+
+def test_the_caption_dates_the_runs_not_the_table(tmp_path):
+    grid = compare.Grid(label="lbl", recipe="compare_multi30k_de_en", data_bin=tmp_path / "bin",
+                        archs=["transformer", "transformer_dman"], seeds=[1], norms=["pre"], baseline="transformer",
+                        work=tmp_path)
+    records = [{"arch": "transformer", "norm": "pre", "seed": 1}, {"arch": "transformer_dman", "norm": "pre", "seed": 1}]
+    for record, stamp in zip(records, ("2026-11-25T23:10:00", "2026-11-26T04:54:37")):
+        marker = grid.run_dir(compare.RunSpec(record["arch"], "pre", 1)) / "trained"
+        marker.parent.mkdir(parents=True)
+        marker.write_text(stamp + "\n")
+    assert compare.measured_dates(grid, records) == "2026-11-25 to 2026-11-26"
+    assert compare.measured_dates(grid, records[1:]) == "2026-11-26"
+    (grid.run_dir(compare.RunSpec("transformer_dman", "pre", 1)) / "trained").unlink()
+    assert compare.measured_dates(grid, records) == "2026-11-25"

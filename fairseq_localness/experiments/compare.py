@@ -622,6 +622,20 @@ def recipe_summary(grid: Grid) -> str:
         ", ".join(f"{n}-norm" for n in grid.norms) + " for every architecture"
 
 
+def measured_dates(grid: Grid, records: List[Dict[str, Any]]) -> str:
+    """When the runs were measured: the day each finished training (its ``trained`` marker), as one date or the
+    first and the last; today where no run records one. A table rewritten later keeps its runs' dates."""
+    days = set()
+    for record in records:
+        marker = grid.run_dir(RunSpec(record["arch"], record["norm"], record["seed"])) / "trained"
+        stamp = marker.read_text(encoding="utf-8").strip()[:10] if marker.is_file() else ""
+        if re.fullmatch(r"\d{4}-\d\d-\d\d", stamp):
+            days.add(stamp)
+    if not days:
+        return datetime.date.today().isoformat()
+    return min(days) if len(days) == 1 else f"{min(days)} to {max(days)}"
+
+
 def write_outputs(grid: Grid, records: List[Dict[str, Any]], rows: List[Dict[str, Any]], command: str,
                   machine: str, samples: int = 1000) -> str:
     """runs.csv/json, table.md/json and figure.png in WORK/LABEL; returns the markdown."""
@@ -634,7 +648,7 @@ def write_outputs(grid: Grid, records: List[Dict[str, Any]], rows: List[Dict[str
     writer.writerows(records)
     (root / "runs.csv").write_text(buffer.getvalue(), encoding="utf-8")
     (root / "runs.json").write_text(json.dumps(records, indent=1) + "\n", encoding="utf-8")
-    date = datetime.date.today().isoformat()
+    date = measured_dates(grid, records)
     expected = len(grid.runs())
     caption = (f"{grid.label}: {len(records)} runs finished ({expected} in the last command's grid); measured {date} "
                f"on {machine}; "
@@ -766,8 +780,9 @@ def write_buckets(grid: Grid, records: List[Dict[str, Any]], edges: Sequence[int
                 cell += " (baseline)"
             cells.append(cell)
         table.append(f"| `{arch}` | {norm} | " + " | ".join(cells) + " |")
-    caption = (f"{grid.label}: tokenized BLEU by source length in words (sentences per bucket in brackets), mean ± sd "
-               f"over seeds; {len(records)} runs; written {datetime.date.today().isoformat()} by the command of table.md. "
+    caption = (f"{grid.label}: tokenized BLEU by source length in words (the header gives each bucket's "
+               f"sentences), mean ± sd over seeds; {len(records)} runs; written {datetime.date.today().isoformat()} "
+               "by the command of table.md. "
                f"In brackets: seed-pooled BLEU of the bucket minus that of `{grid.baseline}` (same norm placement, the "
                f"seeds both have), ⇑/⇓ p < 0.01 and ↑/↓ p < 0.05 from a paired bootstrap of the bucket's sentences "
                f"({samples:,} resamples), as the full table tests the whole test set; buckets of fewer than "
@@ -781,11 +796,12 @@ def plot_buckets(means: Dict[Tuple[str, str], Dict[str, List[float]]], order: Li
     train-short/test-long figure when the buckets run past the training lengths."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 5.5))
-    for (norm, arch), per_bucket in means.items():
+    palette = distinct_colours()
+    for i, ((norm, arch), per_bucket) in enumerate(means.items()):
         shown = [b for b in order if b in per_bucket]
         stats = [mean_sd(per_bucket[b]) for b in shown]
         ax.errorbar([order.index(b) for b in shown], [m for m, _ in stats], yerr=[sd or 0.0 for _, sd in stats],
-                    marker="o", capsize=3, label=arch.replace("transformer_", "") + ("" if norm == "pre" else f" ({norm})"))
+                    marker="o", capsize=3, color=palette[i % len(palette)], label=arch.replace("transformer_", "") + ("" if norm == "pre" else f" ({norm})"))
     ax.set_xticks(range(len(order)), order)
     ax.set_xlabel("source length (words)")
     ax.set_ylabel("tokenized BLEU (mean ± sd over seeds)")
@@ -900,14 +916,11 @@ def write_curves(grid: Grid, records: List[Dict[str, Any]]) -> None:
 
 def plot_curves(curves: Dict[RunSpec, List[Tuple[int, float]]], path: Path, label: str) -> None:
     """Two panels: every run's validation loss per epoch, and the same zoomed on the second half of the epochs,
-    where the stopping rule acts. One line per run: a colour per architecture (tab20 then tab20b, so that 22
-    families stay apart), solid pre-norm, dashed post-norm; a dot marks the epoch of the run's best loss, the
-    checkpoint that is scored."""
+    where the stopping rule acts. One line per run: a colour per architecture (:func:`distinct_colours`), solid
+    pre-norm, dashed post-norm; a dot marks the epoch of the run's best loss, the checkpoint that is scored."""
     plt = pyplot()
-    from matplotlib import colormaps
-
     archs = sorted({spec.arch for spec in curves})
-    palette = [*colormaps["tab20"].colors, *colormaps["tab20b"].colors]
+    palette = distinct_colours()
     colour = {arch: palette[i % len(palette)] for i, arch in enumerate(archs)}
     zoom_from, last_epoch, low, high = zoom_window(curves)
     fig, (full, zoom) = plt.subplots(1, 2, figsize=(11, 5.5))
@@ -944,6 +957,15 @@ def zoom_window(curves: Dict[RunSpec, List[Tuple[int, float]]]) -> Tuple[int, in
     zoomed = [loss for points in curves.values() for epoch, loss in points if epoch >= zoom_from]
     pad = 0.05 * (max(zoomed) - min(zoomed)) + 1e-3
     return zoom_from, last_epoch, min(zoomed) - pad, max(zoomed) + pad
+
+
+def distinct_colours() -> list:
+    """40 colours (matplotlib's tab20, then tab20b), so that the 22 families of a grid each get their own: the
+    default cycle repeats after ten."""
+    pyplot()
+    from matplotlib import colormaps
+
+    return [*colormaps["tab20"].colors, *colormaps["tab20b"].colors]
 
 
 def pyplot():
@@ -1201,7 +1223,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except CompareError as err:
         print(f"fairseq-localness-compare: error: {err}", file=sys.stderr)
         return 2
-    command = "fairseq-localness-compare " + shlex.join(argv)
+    # the command that trains these runs and writes this table: --table-only only rewrites what it wrote
+    command = "fairseq-localness-compare " + shlex.join(a for a in argv if a != "--table-only")
     specs = grid.runs()
     if args.dry_run:
         for index, spec in enumerate(specs, 1):
