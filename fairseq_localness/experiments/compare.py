@@ -48,6 +48,7 @@ from ..provenance import checkout_of, machine_description, portable_paths
 from .launch import LaunchError, Launch, arch_configs, benchmark_values, benchmarks, model_keys, precision_overrides
 from .plans import RowPlan
 from .processes import stream
+from .rundir import CONFIG_RECORD
 from .runlog import VALID_LINE, placement, stats, validation_points
 from .tables import Row
 
@@ -733,6 +734,14 @@ def bucket_significance(grid: Grid, records: List[Dict[str, Any]], edges: Sequen
             files[eval_dir, name] = read_lines(str(eval_dir / name))
         return files[eval_dir, name]
 
+    members: Dict[Path, Dict[Any, List[int]]] = {}  # the buckets' sentences, from a baseline run's sources
+
+    def buckets(eval_dir: Path) -> Dict[Any, List[int]]:
+        if eval_dir not in members:
+            sources = read_translations(str(eval_dir / "generate-test.txt"), "S")
+            members[eval_dir] = bucket_members([len(s.split()) for s in sources], buckets_of(edges))
+        return members[eval_dir]
+
     metric = tokenized_bleu_metric(lowercase)
     result: Dict[Tuple[str, str], Dict[str, Any]] = {}
     for (norm, arch), seeds in runs.items():
@@ -740,8 +749,7 @@ def bucket_significance(grid: Grid, records: List[Dict[str, Any]], edges: Sequen
         common = sorted(set(seeds) & set(base))
         if arch == grid.baseline or not common:
             continue
-        sources = read_translations(str(base[common[0]] / "generate-test.txt"), "S")
-        for bucket, rows in bucket_members([len(s.split()) for s in sources], buckets_of(edges)).items():
+        for bucket, rows in buckets(base[common[0]]).items():
             if len(rows) < MIN_BUCKET_TEST_SENTENCES:
                 continue
             pick = lambda eval_dir, name: [lines(eval_dir, name)[i] for i in rows]  # noqa: E731
@@ -824,13 +832,15 @@ def training_checkout(run_dir: Path) -> Optional[str]:
     """The checkout a run was trained from, where it is not the one publishing (another clone or worktree of the
     repository): the directory above the plugin's ``user_dir`` that the run's config.yaml records, which the
     launcher gives as CHECKOUT/fairseq_localness. None where the run records no absolute user_dir."""
-    config = Path(run_dir) / "checkpoints" / ".hydra" / "config.yaml"
-    if not config.is_file():
+    import yaml
+
+    record = Path(run_dir) / "checkpoints" / CONFIG_RECORD
+    if not record.is_file():
         return None
-    match = re.search(r"^\s*user_dir:\s*['\"]?([^'\"\s]+)['\"]?\s*$", config.read_text(encoding="utf-8"), re.M)
-    if not match or not os.path.isabs(match.group(1)) or Path(match.group(1)).name != "fairseq_localness":
+    user_dir = ((yaml.safe_load(record.read_text(encoding="utf-8")) or {}).get("common") or {}).get("user_dir")
+    if not isinstance(user_dir, str) or not os.path.isabs(user_dir) or Path(user_dir).name != "fairseq_localness":
         return None
-    return str(Path(match.group(1)).parent)
+    return str(Path(user_dir).parent)
 
 
 def publish(grid: Grid, directory: Path) -> Path:
