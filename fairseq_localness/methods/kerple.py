@@ -1,14 +1,20 @@
 """KERPLE: Chi, Fan, Ramadge and Rudnicky (2022), "KERPLE: Kernelized Relative Positional Embedding for Length
 Extrapolation", NeurIPS.
 
-A conditionally positive definite kernel of the distance, negated, is added to the logits of every head (the
-two kernels the paper trains; we cite no section or equation numbers because we could not check them):
+A conditionally positive definite kernel of the distance, negated, is added to the logits of every head: the
+two variants of the composite kernel, Eq. (4), that Section 4 ("Practical Choice") trains, from Corollary 1
+(Section 3.2), the constant c of Eq. (3) absorbed by the softmax:
 
     power:        b_ij = -r1 |i - j|^r2,          r1 > 0,  0 < r2 <= 2
     logarithmic:  b_ij = -r1 log(1 + r2 |i - j|), r1 > 0,  r2 > 0
 
-r1 and r2 are learned, one pair per head, shared across layers: the authors' released code builds one kernel module
-and hands it to every layer of its language model (``megatron/model/gpt2_model.py``, ``rpe=rpe_emb``). Our reading
+Eq. (1) divides the kernel by sqrt(d) with q_m^T k_n; the released code adds it to the scaled logits
+(``megatron/model/transformer.py``), as we do: the two differ by the scale of r1, which only its initialisation and
+lower bound (both the code's) see.
+
+r1 and r2 are learned, one pair per head, shared across layers (Figure 1's caption: "learnable parameters in each
+attention head shared across layers"); the authors' released code builds one kernel module and hands it to every
+layer of its language model (``megatron/model/gpt2_model.py``, ``rpe=rpe_emb``). Our reading
 for an encoder-decoder: one pair per head for each stack (encoder, decoder), shared by its layers;
 ``share_layers=False`` gives every layer its own pair. How they are kept in range follows that code
 (github.com/chijames/KERPLE, ``megatron/mpu/layers.py``, ``ParallelKerpleLog`` / ``ParallelKerplePower``): before
