@@ -48,7 +48,7 @@ from ..provenance import checkout_of, machine_description, portable_paths
 from .launch import LaunchError, Launch, arch_configs, benchmark_values, benchmarks, model_keys, precision_overrides
 from .plans import RowPlan
 from .processes import stream
-from .rundir import CONFIG_RECORD
+from .rundir import read_config_record
 from .runlog import VALID_LINE, placement, stats, validation_points
 from .tables import Row
 
@@ -832,12 +832,10 @@ def training_checkout(run_dir: Path) -> Optional[str]:
     """The checkout a run was trained from, where it is not the one publishing (another clone or worktree of the
     repository): the directory above the plugin's ``user_dir`` that the run's config.yaml records, which the
     launcher gives as CHECKOUT/fairseq_localness. None where the run records no absolute user_dir."""
-    import yaml
-
-    record = Path(run_dir) / "checkpoints" / CONFIG_RECORD
-    if not record.is_file():
+    config = read_config_record(Path(run_dir) / "checkpoints")
+    if config is None:
         return None
-    user_dir = ((yaml.safe_load(record.read_text(encoding="utf-8")) or {}).get("common") or {}).get("user_dir")
+    user_dir = (config.get("common") or {}).get("user_dir")
     if not isinstance(user_dir, str) or not os.path.isabs(user_dir) or Path(user_dir).name != "fairseq_localness":
         return None
     return str(Path(user_dir).parent)

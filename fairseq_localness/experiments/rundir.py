@@ -46,13 +46,20 @@ def read_run_state(save_dir: Path) -> Optional[RunState]:
     last = save_dir / "checkpoint_last.pt"
     if last.is_file():
         return _checkpoint_state(last)
-    record = save_dir / CONFIG_RECORD
-    if record.is_file():
-        import yaml
-
-        config = yaml.safe_load(record.read_text(encoding="utf-8")) or {}
-        return RunState((config.get("model") or {}).get("_name"), 0, record)
+    config = read_config_record(save_dir)
+    if config is not None:
+        return RunState((config.get("model") or {}).get("_name"), 0, save_dir / CONFIG_RECORD)
     return None
+
+
+def read_config_record(save_dir: Path) -> Optional[dict]:
+    """Hydra's record of the run in ``save_dir`` (``.hydra/config.yaml``) as a dict, or None where there is none."""
+    record = Path(save_dir) / CONFIG_RECORD
+    if not record.is_file():
+        return None
+    import yaml
+
+    return yaml.safe_load(record.read_text(encoding="utf-8")) or {}
 
 
 def _checkpoint_state(path: Path) -> RunState:
