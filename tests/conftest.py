@@ -4,6 +4,12 @@ from pathlib import Path
 
 import pytest
 
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # One pytest-xdist worker per core (README's test command): torch's intra-op threads in every worker would
+    # oversubscribe the cores, and the fairseq processes the tests start inherit this too. Set before torch is
+    # imported (below), which fixes its thread count at import.
+    os.environ["OMP_NUM_THREADS"] = "1"
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from localness_testing import BIN, REPO, preprocess, run, write_synthetic_corpus  # noqa: E402

@@ -83,6 +83,18 @@ def test_readme_is_short_and_keeps_the_ci_commands():
     assert "pytest" in re.search(r"<!-- test-command -->\n```\n(.+?)\n```", text(README), re.S).group(1)
 
 
+def test_the_test_command_runs_a_single_threaded_worker_per_core():
+    """The suite runs in pytest-xdist workers, whole files to a worker (a module's fixtures are built once), and
+    each worker's torch keeps to one thread (conftest.py), so that two workers share two cores without
+    oversubscribing them."""
+    import torch
+
+    command = re.search(r"<!-- test-command -->\n```\n(.+?)\n```", text(README), re.S).group(1)
+    assert re.search(r"-m pytest -n \d+ --dist loadfile$", command), command
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # as the README's command runs it
+        assert torch.get_num_threads() == 1 and os.environ["OMP_NUM_THREADS"] == "1"
+
+
 def test_readme_results_match_their_files():
     """The README's comparison tables are the published result files, as compare_readme renders them."""
     from fairseq_localness.experiments import compare_readme
