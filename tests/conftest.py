@@ -45,3 +45,16 @@ def multi30k_prepared(tmp_path_factory) -> Path:
     run(["bash", str(REPO / "data-prep" / "prepare-multi30k.sh"), "--out", str(out), "--raw-dir", str(SHARED_MULTI30K)],
         env={"PYTHON": str(BIN / "python")})
     return out
+
+
+#: the test files with the most end-to-end training (measured with --durations), in falling order: they run first,
+#: so that the README's parallel run (pytest-xdist hands out whole files in collection order) does not end with
+#: one long file running alone while the other worker idles
+LONGEST_FILES_FIRST = ("test_generate_options.py", "test_compare.py", "test_quickstart.py", "test_slow_multi30k.py",
+                       "test_docs.py", "test_prep_compare_corpora.py", "test_man.py", "test_gpu.py",
+                       "test_gaussian.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: place for place, name in enumerate(LONGEST_FILES_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: every file keeps its tests' order

@@ -38,7 +38,8 @@ TEST_METHOD, TEST_ARCH = "docs_test_penalty", "transformer_docs_test_penalty"
 #: install in docs/gpu.md
 EXTERNAL_FLAGS = {"--echo", "--config-dir", "--config-name", "--multirun", "--gres", "--ntasks-per-node", "--signal",
                   "--dependency", "--kill-on-invalid-dep", "--exclude", "--max-children", "--no-index", "--no-deps",
-                  "--tb"}  # pytest's traceback style, in a GPU run's command
+                  "--tb",  # pytest's traceback style, in a GPU run's command
+                  "--dist"}  # pytest-xdist's, in the README's test command and docs/testing.md
 
 
 def text(path: Path) -> str:
