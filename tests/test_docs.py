@@ -39,6 +39,7 @@ TEST_METHOD, TEST_ARCH = "docs_test_penalty", "transformer_docs_test_penalty"
 EXTERNAL_FLAGS = {"--echo", "--config-dir", "--config-name", "--multirun", "--gres", "--ntasks-per-node", "--signal",
                   "--dependency", "--kill-on-invalid-dep", "--exclude", "--max-children", "--no-index", "--no-deps",
                   "--tb",  # pytest's traceback style, in a GPU run's command
+                  "--durations",  # pytest's, in docs/testing.md's measured runs
                   "--dist"}  # pytest-xdist's, in the README's test command and docs/testing.md
 
 

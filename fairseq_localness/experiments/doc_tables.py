@@ -494,6 +494,18 @@ def slow_suite_table(runs, also):
     return markdown(("family (architecture)", "measured", "floor", "training time (wall, busy machine)"), rows)
 
 
+def suite_time_table(runs, also):
+    """The default test run's wall time: in one process, and in the README's two pytest-xdist workers."""
+    rows = []
+    for r in records(runs):
+        outcome = f"{r['passed']:,} passed, {r['failed']} failed, {r['skipped']} skipped"
+        if r["failed"]:
+            outcome += f" ({r['failures']})"
+        seconds = round(r["seconds"])
+        rows.append([r["run"], f"`{r['commit']}`", f"{seconds // 60} min {seconds % 60:02d} s", outcome])
+    return markdown(("run", "commit", "wall time", "tests"), rows)
+
+
 def mutation_table(runs, also):
     (r,) = records(runs)
     killed, later, equivalent = r["killed"], r["killed_by_later_tests"], r["equivalent"]
@@ -658,6 +670,7 @@ TABLES: Tuple[DocTable, ...] = (
              gpu_backends_table),
     DocTable("gpu/h200-compare-dman-fp16", "docs/gpu.md", ("gpu/h200-compare-dman-fp16.json",), gpu_curve_table),
     DocTable("testing/slow-suite-bleu", "docs/testing.md", ("testing/slow-suite-bleu.json",), slow_suite_table),
+    DocTable("testing/default-run-time", "docs/testing.md", ("testing/default-run-time.json",), suite_time_table),
     DocTable("testing/mutation-score", "docs/testing.md", ("testing/mutation-score.json",), mutation_table),
     DocTable("measurements/parameters-and-speed", "docs/measurements.md", (), parameters_and_speed_table,
              also=(EVERY_FAMILY[0], EVERY_FAMILY[1], "csan/whole-model.json", "benchmark/diffwin-base-len64.json",
