@@ -47,9 +47,9 @@ def multi30k_prepared(tmp_path_factory) -> Path:
     return out
 
 
-#: the test files with the most end-to-end training (measured with --durations), in falling order: they run first,
-#: so that the README's parallel run (pytest-xdist hands out whole files in collection order) does not end with
-#: one long file running alone while the other worker idles
+#: the test files with the most end-to-end training (measured with --durations), in falling order: collected first,
+#: so that the README's parallel run (pytest-xdist hands out whole files in collection order) starts them early
+#: rather than ending on one of them while the other worker idles (docs/testing.md gives the measured effect)
 LONGEST_FILES_FIRST = ("test_generate_options.py", "test_compare.py", "test_quickstart.py", "test_slow_multi30k.py",
                        "test_docs.py", "test_prep_compare_corpora.py", "test_man.py", "test_gpu.py",
                        "test_gaussian.py")
