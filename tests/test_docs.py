@@ -16,7 +16,7 @@ import shlex
 import tomllib
 from functools import lru_cache
 from pathlib import Path
-from typing import Dict, List, Set
+from typing import Dict, List, Optional, Set
 
 import pytest
 
@@ -76,13 +76,19 @@ def anchors(path: Path) -> Set[str]:
 # ---------------------------------------------------------------------------------------------------- the README
 
 
+def readme_command(marker: str) -> Optional[str]:
+    """The code block between the README's ``<!-- marker -->`` and ``<!-- /marker -->`` lines (what .ci/run reads)."""
+    block = re.search(rf"<!-- {marker} -->\n```\n(.+?)\n```\n<!-- /{marker} -->", text(README), re.S)
+    return block.group(1) if block else None
+
+
 def test_readme_is_short_and_keeps_the_ci_commands():
     lines = text(README).splitlines()
     assert len(lines) <= 250, f"README.md has {len(lines)} lines (at most 250): move details into docs/"
     for marker in ("main-command", "test-command"):
-        block = re.search(rf"<!-- {marker} -->\n```\n(.+?)\n```\n<!-- /{marker} -->", text(README), re.S)
-        assert block and "\n" not in block.group(1), f"README.md needs one command between <!-- {marker} --> markers"
-    assert "pytest" in re.search(r"<!-- test-command -->\n```\n(.+?)\n```", text(README), re.S).group(1)
+        command = readme_command(marker)
+        assert command and "\n" not in command, f"README.md needs one command between <!-- {marker} --> markers"
+    assert "pytest" in readme_command("test-command")
 
 
 def test_the_test_command_runs_a_single_threaded_worker_per_core():
@@ -91,8 +97,8 @@ def test_the_test_command_runs_a_single_threaded_worker_per_core():
     oversubscribing them."""
     import torch
 
-    command = re.search(r"<!-- test-command -->\n```\n(.+?)\n```", text(README), re.S).group(1)
-    assert re.search(r"-m pytest -n \d+ --dist loadfile$", command), command
+    command = readme_command("test-command")
+    assert command and re.search(r"-m pytest -n \d+ --dist loadfile$", command), command
     if os.environ.get("PYTEST_XDIST_WORKER"):  # as the README's command runs it
         assert torch.get_num_threads() == 1 and os.environ["OMP_NUM_THREADS"] == "1"
 
