@@ -375,6 +375,70 @@ def test_the_plateau_schedule_resumes_at_its_halved_rate(tiny_data_bin, tmp_path
     assert rates == {1: 0.002, 2: 0.001, 3: 0.0005, 4: 0.00025}, rates
 
 
+def hydra_log(path: Path, schedule: dict, patience: int, epochs: list, resumed_at: int) -> Path:
+    """A hydra_train.log in fairseq-hydra-train's format: its config line, then per epoch (validation loss,
+    learning rate) the validation and epoch-summary lines, and a resume before epoch ``resumed_at``."""
+    config = {"_name": None, "checkpoint": {"patience": patience, "maximize_best_checkpoint_metric": False},
+              "lr_scheduler": schedule}
+    lines = [f"[2026-11-26 04:00:00,000][fairseq_cli.train][INFO] - {config!r}"]
+    for epoch, (loss, lr) in enumerate(epochs, 1):
+        if epoch == resumed_at:
+            lines.append(f"[2026-11-26 05:00:00,000][fairseq.trainer][INFO] - Loaded checkpoint "
+                         f"{path.parent}/checkpoint_last.pt (epoch {epoch} @ {10 * (epoch - 1)} updates)")
+        lines.append(f"[2026-11-26 05:00:00,000][valid][INFO] - epoch {epoch:03d} | valid on 'valid' subset | "
+                     f"loss {loss} | nll_loss 1 | ppl 2 | num_updates {10 * epoch} | best_loss {loss}")
+        lines.append(f"[2026-11-26 05:00:00,000][train][INFO] - epoch {epoch:03d} | loss 5 | nll_loss 4 | wps 100 | "
+                     f"num_updates {10 * epoch} | lr {lr} | gnorm 1")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+PLATEAU = {"_name": "reduce_lr_on_plateau", "lr_shrink": 0.5, "lr_threshold": 0.005, "lr_patience": 0,
+           "warmup_updates": 0}
+
+
+def test_a_resume_that_lost_the_plateau_step_is_found(tmp_path):
+    """The plateau schedule by hand (threshold 0.5% relative, patience 0, torch's best moves only on a better
+    loss): 5.0; 4.9 < 4.975 better; 4.89 >= 4.8755 halves; 4.80 < 4.8755 better (best 4.80); 4.79 >= 4.776 halves,
+    so epoch 6 trains at 0.0005. A resume before epoch 5 that lost epoch 4's step kept the stale best 4.9, took
+    4.79 for better and trained epoch 6 at 0.001, which is the departure this finds. The uninterrupted rates
+    are no departure."""
+    from fairseq_localness.experiments.runlog import resume_deviations
+
+    losses = [5.0, 4.9, 4.89, 4.80, 4.79, 4.70]
+    exact = [0.002, 0.002, 0.002, 0.001, 0.001, 0.0005]
+    stale = exact[:5] + [0.001]
+    assert resume_deviations(hydra_log(tmp_path / "exact.log", PLATEAU, 0, list(zip(losses, exact)), 5)) == []
+    assert resume_deviations(hydra_log(tmp_path / "stale.log", PLATEAU, 0, list(zip(losses, stale)), 5)) == [
+        "epoch 6 trained at lr 0.001; after epoch 5's validation loss the schedule halves it (0.0005)"]
+    # the same rates without a resume: fairseq's own schedule, not a resume, and nothing is reported
+    assert resume_deviations(hydra_log(tmp_path / "whole.log", PLATEAU, 0, list(zip(losses, stale)), 0)) == []
+
+
+def test_a_resume_that_restarted_the_patience_count_is_found(tmp_path):
+    """Patience 2 (fairseq's should_stop_early: only a strictly lower loss resets the count): 5.0, then 5.1 and 5.0
+    count 1 and 2, so the uninterrupted training stops after epoch 3. A resume before epoch 3 that restarted the
+    count trained on to epoch 4."""
+    from fairseq_localness.experiments.runlog import resume_deviations
+
+    other = {"_name": "inverse_sqrt", "warmup_updates": 0}
+    assert resume_deviations(hydra_log(tmp_path / "on.log", other, 2, [(5.0, 1), (5.1, 1), (5.0, 1), (4.0, 1)], 3)) \
+        == ["trained to epoch 4; early stopping (patience 2) ends the uninterrupted training after epoch 3"]
+    assert resume_deviations(hydra_log(tmp_path / "stop.log", other, 2, [(5.0, 1), (5.1, 1), (5.0, 1)], 3)) == []
+
+
+def test_every_published_run_trained_as_if_uninterrupted():
+    """The published tables compare one recipe: no published run was resumed off it (a run resumed by a plugin
+    without the resume fix, read from its log). The published Multi30k and Europarl grids hold resumed runs, so
+    the check reads some."""
+    from fairseq_localness.experiments.runlog import resume_deviations
+
+    logs = sorted((REPO / "docs" / "results" / "compare").glob("*/*/*/seed*/checkpoints/hydra_train.log"))
+    resumed = [log for log in logs if "Loaded checkpoint" in log.read_text(errors="replace")]
+    assert resumed
+    assert {str(log.relative_to(REPO)): resume_deviations(log) for log in resumed if resume_deviations(log)} == {}
+
+
 def test_progress_reads_fairseqs_stop_lines():
     """The two ways a comparison run stops, as fairseq-hydra-train logs them (fairseq_cli/train.py)."""
     patience = ("[2026-11-26 04:00:00,000][fairseq_cli.train][INFO] - early stop since valid performance hasn't "

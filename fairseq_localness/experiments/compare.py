@@ -49,7 +49,7 @@ from .launch import LaunchError, Launch, arch_configs, benchmark_values, benchma
 from .plans import RowPlan
 from .processes import stream
 from .rundir import read_config_record
-from .runlog import VALID_LINE, placement, stats, validation_points
+from .runlog import VALID_LINE, placement, resume_deviations, stats, validation_points
 from .tables import Row
 
 COMPARE_FILE = CONFIG_DIR / "compare.yaml"
@@ -1029,6 +1029,18 @@ def finished_specs(grid: Grid) -> List[RunSpec]:
     return sorted(specs, key=lambda s: (NORMS.index(s.norm), order.get(s.arch, len(order)), s.arch, s.seed))
 
 
+def off_recipe_runs(grid: Grid) -> List[Tuple[RunSpec, List[str]]]:
+    """Finished runs whose log shows a resume that departed from the uninterrupted training
+    (:func:`runlog.resume_deviations`): a run resumed by a plugin older than the resume fix of
+    ``compat.resume_where_training_stopped``. Its row is not the training its recipe gives."""
+    found = []
+    for spec in finished_specs(grid):
+        problems = resume_deviations(grid.run_dir(spec) / "checkpoints" / "hydra_train.log")
+        if problems:
+            found.append((spec, problems))
+    return found
+
+
 def finished_records(grid: Grid) -> List[Dict[str, Any]]:
     """Every finished run, read again from its files (``result.json`` is rewritten, never trusted as a cache)."""
     return [collect_run(grid, spec) for spec in finished_specs(grid)]
@@ -1258,6 +1270,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(f"written to {grid.root}/table.md, table.json, runs.csv, runs.json, curves.csv, curves.png and figure.png")
     if args.publish:
         print(f"published to {Path(args.publish) / grid.label}")
+    for spec, problems in off_recipe_runs(grid):
+        copy = f" and {Path(args.publish) / grid.label / spec.norm / spec.arch / f'seed{spec.seed}'}" \
+            if args.publish else ""
+        print(f"warning: {spec.name} was resumed off its recipe ({'; '.join(problems)}): its row is not the "
+              f"training the recipe gives. Move {grid.run_dir(spec)}{copy} away and run this command again to "
+              "retrain it", file=sys.stderr)
     for name, error in failures.items():
         print(f"FAILED {name}: {error}", file=sys.stderr)
     return 1 if failures else 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import re
 import sys
@@ -125,6 +126,71 @@ def placement(log: Path) -> Optional[str]:
         encoder, decoder = man[-1]
         parts.append(f"MAN layers: encoder {encoder}, decoder {decoder} (every layer)")
     return "; ".join(parts) or "none"
+
+
+_CONFIG_LINE = re.compile(r"^\[[^\]]*\]\[fairseq_cli\.train\]\[INFO\] - (\{'_name'.*\})$", re.MULTILINE)
+_LOADED = re.compile(r"Loaded checkpoint \S+ \(epoch (\d+) @ (\d+) updates\)")
+_EPOCH_LR = re.compile(r"\[train\]\[INFO\] - epoch (\d+) \|.*?\| lr ([\d.e-]+)")
+
+
+def resume_deviations(log: Path) -> List[str]:
+    """Where a resumed training did not go on as the same training uninterrupted, read from its hydra_train.log;
+    [] for a run that was never resumed or resumed exactly.
+
+    Training is deterministic given the update count (fairseq seeds every update with ``seed + num_updates``), so
+    a resume can only depart through what fairseq keeps in memory (``compat.resume_where_training_stopped``). The
+    log shows both: every epoch's learning rate against the plateau schedule run over the logged validation losses
+    (``reduce_lr_on_plateau``: torch's ReduceLROnPlateau, relative threshold, stepped after each epoch that ends
+    past the warm-up), and the last epoch against the epoch at which ``--patience`` (fairseq's
+    ``should_stop_early``: a strictly lower loss resets the count) stops the uninterrupted training.
+    """
+    if not log.is_file():
+        return []
+    text = log.read_text(errors="replace")
+    config = _CONFIG_LINE.search(text)
+    if config is None or not _LOADED.search(text):
+        return []
+    cfg = ast.literal_eval(config.group(1))
+    valid = {epoch: loss for epoch, _, loss in validation_points(log)}  # a repeated epoch: the later one counts
+    ends = {epoch: updates for epoch, updates, _ in validation_points(log)}
+    rates = {int(epoch): float(lr) for epoch, lr in _EPOCH_LR.findall(text)}
+    maximize = bool(cfg["checkpoint"].get("maximize_best_checkpoint_metric"))
+    found: List[str] = []
+
+    schedule = cfg.get("lr_scheduler") or {}
+    if schedule.get("_name") == "reduce_lr_on_plateau":
+        threshold, patience = float(schedule["lr_threshold"]), int(schedule["lr_patience"])
+        best, bad = None, 0
+        for epoch in sorted(valid):
+            if ends[epoch] <= int(schedule.get("warmup_updates") or 0):
+                continue  # fairseq steps the schedule only once the warm-up is over
+            loss = valid[epoch]
+            better = best is None or (loss > best * (1 + threshold) if maximize else loss < best * (1 - threshold))
+            best, bad = (loss, 0) if better else (best, bad + 1)
+            halved = bad > patience
+            bad = 0 if halved else bad
+            if epoch in rates and epoch + 1 in rates:
+                expected = rates[epoch] * (float(schedule["lr_shrink"]) if halved else 1.0)
+                if abs(rates[epoch + 1] - expected) > 1e-3 * expected + 1e-7:
+                    found.append(f"epoch {epoch + 1} trained at lr {rates[epoch + 1]:g}; after epoch {epoch}'s "
+                                 f"validation loss the schedule {'halves' if halved else 'keeps'} it "
+                                 f"({expected:g})")
+
+    stop_patience = int(cfg["checkpoint"].get("patience") or 0)
+    if stop_patience > 0:
+        best, runs = None, 0
+        for epoch in sorted(valid):
+            loss = valid[epoch]
+            if best is None or (loss > best if maximize else loss < best):
+                best, runs = loss, 0
+                continue
+            runs += 1
+            if runs >= stop_patience:
+                if max(valid) > epoch:
+                    found.append(f"trained to epoch {max(valid)}; early stopping (patience {stop_patience}) ends "
+                                 f"the uninterrupted training after epoch {epoch}")
+                break
+    return found
 
 
 _INNER = re.compile(r"\[train_inner\].*?loss=([\d.]+).*?wps=([\d.]+).*?num_updates=(\d+)")
