@@ -5,7 +5,7 @@
 #        [--work runs/compare] [--data-root runs/data] [--gpus N --fp16] [--dry-run] [--table-only] [--slurm ...]
 #   bash scripts/compare.sh --data DATA_BIN --recipe BENCHMARK_OR_YAML --archs A,B ...   (your own corpus)
 #
-# CORPUS is one of configs/compare.yaml (multi30k_de_en, kftt_ja_en, tatoeba_zh_en). Finished runs are
+# CORPUS is one of configs/compare.yaml (multi30k_de_en, kftt_ja_en, tatoeba_zh_en, europarl_len_de_en). Finished runs are
 # never retrained; an interrupted run resumes. --help lists every option; docs/compare.md explains them.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

@@ -518,6 +518,59 @@ def test_readme_examples_decode_as_the_tables_do():
                 f"{example_id(example)}: {setting} averages checkpoints ({average}); the README must say so"
 
 
+#: the plain fairseq-train example's flags and the recipe keys they set
+PLAIN_TRAIN_FLAGS = {
+    "--optimizer": ("optimizer", "_name"), "--adam-betas": ("optimizer", "adam_betas"),
+    "--adam-eps": ("optimizer", "adam_eps"), "--weight-decay": ("optimizer", "weight_decay"),
+    "--lr-scheduler": ("lr_scheduler", "_name"), "--warmup-updates": ("lr_scheduler", "warmup_updates"),
+    "--warmup-init-lr": ("lr_scheduler", "warmup_init_lr"), "--criterion": ("criterion", "_name"),
+    "--label-smoothing": ("criterion", "label_smoothing"), "--clip-norm": ("optimization", "clip_norm"),
+    "--lr": ("optimization", "lr"), "--update-freq": ("optimization", "update_freq"),
+    "--max-update": ("optimization", "max_update"), "--max-tokens": ("dataset", "max_tokens"),
+}
+
+
+def test_readme_plain_fairseq_train_is_the_recipe():
+    """The README's plain fairseq-train example stands for ``train.sh wmt14_en_de_base``: every optimiser,
+    schedule, criterion and batch value of that recipe is given by a flag or is fairseq's default, and every
+    model value is the architecture's or a flag's. Only validation by BLEU and checkpointing are left to the
+    complete recipe, as the README says."""
+    import argparse
+    import ast
+
+    from fairseq.criterions.label_smoothed_cross_entropy import LabelSmoothedCrossEntropyCriterionConfig
+    from fairseq.models import ARCH_CONFIG_REGISTRY
+    from fairseq.optim.adam import FairseqAdamConfig
+    from fairseq.optim.lr_scheduler.inverse_square_root_schedule import InverseSquareRootLRScheduleConfig
+
+    import fairseq_localness  # noqa: F401  (registers the architectures)
+    from fairseq_localness.experiments.recipes import benchmark_values
+
+    def value(raw):
+        raw = ast.literal_eval(raw) if isinstance(raw, str) and raw[:1] in "(-.0123456789[" else raw
+        raw = raw[0] if isinstance(raw, list) and len(raw) == 1 else raw
+        return tuple(float(x) for x in raw) if isinstance(raw, tuple) else raw
+
+    [train] = [example[0] for example in EXAMPLES if example[0][0] == "fairseq-train"]
+    recipe = benchmark_values("wmt14_en_de_base")
+    defaults = {**dataclasses.asdict(FairseqAdamConfig()), **dataclasses.asdict(InverseSquareRootLRScheduleConfig()),
+                **dataclasses.asdict(LabelSmoothedCrossEntropyCriterionConfig())}
+    for flag, (group, key) in PLAIN_TRAIN_FLAGS.items():
+        if key not in recipe.get(group, {}):
+            continue
+        given = option_value(train, flag) if flag in train else defaults.get(key, "<fairseq's default>")
+        assert value(given) == pytest.approx(value(recipe[group][key])) if isinstance(value(given), float) \
+            else value(given) == value(recipe[group][key]), \
+            f"README's fairseq-train: {flag} {given!r}, the recipe's {group}.{key} is {recipe[group][key]!r}"
+    model = argparse.Namespace()
+    ARCH_CONFIG_REGISTRY[option_value(train, "--arch")](model)
+    for key, wanted in recipe["model"].items():
+        flag = "--" + key.replace("_", "-")
+        given = (flag in train) if isinstance(wanted, bool) else \
+            value(option_value(train, flag)) if flag in train else getattr(model, key)
+        assert given == wanted, f"README's fairseq-train: model {key} is {given!r}, the recipe's is {wanted!r}"
+
+
 def option_value(command: List[str], flag: str) -> str:
     return command[command.index(flag) + 1]
 

@@ -116,3 +116,33 @@ def test_data_prep_does_not_import_the_plugin():
     wrong = [f"{module_name(path)} -> {target}" for path in paths for target in imports_of(path, modules)
              if not target.startswith("localness_prep")]  # the package fairseq_localness itself included
     assert not wrong, "localness_prep must not import fairseq_localness: " + ", ".join(wrong)
+
+
+def test_design_docs_name_every_import_of_the_tooling():
+    """docs/design.md's layout gives, for each module of ``experiments/`` above the bottom row, the modules of
+    ``experiments/`` it imports (``module  what it is  -> a, b, ...``, a long list continued on the next line):
+    exactly those the source imports."""
+    import re
+
+    block = (REPO / "docs" / "design.md").read_text(encoding="utf-8").split("experiments/   the tooling", 1)[1]
+    block = block.split("\narchitectures/", 1)[0]
+    documented: Dict[str, Set[str]] = {}
+    current, listing = None, False  # the module of the line; whether its list of arrows may go on
+    for line in block.splitlines()[1:]:
+        head = re.match(r"  (\w+) ", line)
+        if head:
+            current, listing = head.group(1), False
+        if "->" in line:
+            arrows, listing = line.split("->", 1)[1], True
+        elif listing and line.startswith(" " * 20):
+            arrows = line
+        else:
+            listing = False
+            continue
+        documented.setdefault(current, set()).update(a.strip() for a in arrows.split("(")[0].split(",") if a.strip())
+    package = "fairseq_localness.experiments."
+    actual = {name[len(package):]: {target[len(package):] for target in targets if target.startswith(package)}
+              for name, targets in graph().items() if name.startswith(package)}
+    assert documented, "no arrows read from docs/design.md"
+    for module, arrows in documented.items():
+        assert arrows == actual[module], f"docs/design.md: {module} -> {sorted(arrows)}; it imports {sorted(actual[module])}"

@@ -130,6 +130,14 @@ def load_compare_config(path: Path = COMPARE_FILE) -> Dict[str, Any]:
     return yaml.safe_load(path.read_text(encoding="utf-8"))
 
 
+def shipped_corpora() -> str:
+    """The corpora of configs/compare.yaml, comma-separated (for the help and the errors); outside a checkout,
+    where the command stops with its own message, a pointer to the file."""
+    if not COMPARE_FILE.is_file():
+        return "listed in configs/compare.yaml"
+    return ", ".join(load_compare_config()["corpora"])
+
+
 def resolve_archs(text: str, groups: Dict[str, List[str]]) -> List[str]:
     """``families``/``papers``/... (a group of configs/compare.yaml) or a comma-separated list, in order."""
     archs: List[str] = []
@@ -1126,8 +1134,8 @@ def build_parser() -> argparse.ArgumentParser:
                                      epilog="docs/compare.md has the recipes, the significance test and the "
                                      "published grid.")
     parser.add_argument("corpus", nargs="?",
-                        help="a shipped comparison corpus of configs/compare.yaml (multi30k_de_en, kftt_ja_en, "
-                        "tatoeba_zh_en); omit it and give --data and --recipe for your own")
+                        help=f"a shipped comparison corpus of configs/compare.yaml ({shipped_corpora()}); omit it "
+                        "and give --data and --recipe for your own")
     parser.add_argument("--data", type=Path, help="the data-bin (default: DATA_ROOT/<corpus's data>/data-bin)")
     parser.add_argument("--data-root", type=Path, default=Path("runs/data"), help="where data-prep wrote the corpora [runs/data]")
     parser.add_argument("--recipe", help="a benchmark of configs/benchmark/ or a YAML file in that format "
@@ -1169,7 +1177,7 @@ def grid_from_args(args: argparse.Namespace) -> Grid:
                                "(or give --data and --recipe for your own)")
         corpus = corpora[args.corpus]
     elif args.data is None or args.recipe is None:
-        raise CompareError("give a shipped corpus (multi30k_de_en, kftt_ja_en, tatoeba_zh_en), or --data DATA_BIN "
+        raise CompareError(f"give a shipped corpus ({shipped_corpora()}), or --data DATA_BIN "
                            "and --recipe BENCHMARK_OR_YAML for your own corpus")
     recipe = args.recipe or corpus["recipe"]
     recipe_file = None
