@@ -65,7 +65,8 @@ def man_size(fairseq_size: Callable[[Any], None], small: bool) -> Callable[[Any]
 
     ``--man-sizes released`` (default) at the small (IWSLT) size is the
     authors' released model: FFN inner dim = hidden size and Transformer
-    decoder layers (san,ffn); it reproduces the paper's 37M. ``paper`` and
+    decoder layers (san,ffn), within 0.1M of the Transformer (the paper's +1M is
+    a difference of totals rounded to 1M: docs/methods/fan2021-man.md). ``paper`` and
     every other size: FFN inner dim = 2 x hidden and the encoder's order in
     the decoder too.
     """

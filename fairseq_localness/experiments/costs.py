@@ -6,7 +6,7 @@ from typing import List, Optional, Tuple
 
 from .recipes import benchmark_values
 
-#: Training throughput per GPU (tokens/s) on the papers' hardware, from Yang et al. (2019) Table 2 and Sec. 4:
+#: Training throughput per GPU (tokens/s) on the papers' hardware, from Yang et al. (2019) Table 2 and Sec. 5:
 #: 8 NVIDIA P40 GPUs x 4096 tokens per step, Transformer-Base 1.28 and Transformer-Big 0.61 steps/s (WMT14 En-De).
 P40_TOKENS_PER_GPU_S = {"base": 1.28 * 4096, "big": 0.61 * 4096}
 #: updates of settings that stop after max_epoch epochs, as the paper states them: Fan et al. (2021)

@@ -91,9 +91,9 @@ class MANOptions:
     })
     sizes: str = field(default="released", metadata={
         "metavar": "SETTING", "choices": SIZE_SETTINGS,
-        "help": "released: the authors' released sizes, which reproduce the paper's parameter counts (IWSLT: FFN "
-                "inner dim = hidden, decoder layers san,ffn); paper: the text's FFN inner dim = 2 x hidden and the "
-                "MAN order in the decoder too. Base and big: identical",
+        "help": "released: the authors' released sizes, within 0.1M of the Transformer (IWSLT: FFN inner dim = "
+                "hidden, decoder layers san,ffn); paper: the text's FFN inner dim = 2 x hidden and the MAN order in "
+                "the decoder too. Base and big: identical",
     })
     attention_relu: bool = field(default=False, metadata={
         "metavar": "BOOL",
