@@ -427,6 +427,25 @@ def test_a_resume_that_restarted_the_patience_count_is_found(tmp_path):
     assert resume_deviations(hydra_log(tmp_path / "stop.log", other, 2, [(5.0, 1), (5.1, 1), (5.0, 1)], 3)) == []
 
 
+def test_the_comparison_names_a_finished_run_resumed_off_its_recipe(tmp_path):
+    """Of two finished runs, the one whose log shows the lost halving of the test above is named, with its
+    departure; the exact one is not."""
+    grid = compare.Grid(label="lbl", recipe="compare_multi30k_de_en", data_bin=tmp_path / "bin",
+                        archs=["transformer", "transformer_cnns"], seeds=[1], norms=["pre"], baseline="transformer",
+                        work=tmp_path)
+    losses = [5.0, 4.9, 4.89, 4.80, 4.79, 4.70]
+    rates = {"transformer": [0.002, 0.002, 0.002, 0.001, 0.001, 0.0005],
+             "transformer_cnns": [0.002, 0.002, 0.002, 0.001, 0.001, 0.001]}
+    for arch, lrs in rates.items():
+        run_dir = grid.run_dir(compare.RunSpec(arch, "pre", 1))
+        (run_dir / "checkpoints").mkdir(parents=True)
+        (run_dir / compare.EVAL_DIR).mkdir()
+        (run_dir / compare.EVAL_DIR / "scores.json").write_text("{}")
+        hydra_log(run_dir / "checkpoints" / "hydra_train.log", PLATEAU, 0, list(zip(losses, lrs)), 5)
+    assert compare.off_recipe_runs(grid) == [(compare.RunSpec("transformer_cnns", "pre", 1), [
+        "epoch 6 trained at lr 0.001; after epoch 5's validation loss the schedule halves it (0.0005)"])]
+
+
 def test_every_published_run_trained_as_if_uninterrupted():
     """The published tables compare one recipe: no published run was resumed off it (a run resumed by a plugin
     without the resume fix, read from its log). The published Multi30k and Europarl grids hold resumed runs, so
