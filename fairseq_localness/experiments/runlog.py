@@ -151,8 +151,9 @@ def resume_deviations(log: Path) -> List[str]:
     if config is None or not _LOADED.search(text):
         return []
     cfg = ast.literal_eval(config.group(1))
-    valid = {epoch: loss for epoch, _, loss in validation_points(log)}  # a repeated epoch: the later one counts
-    ends = {epoch: updates for epoch, updates, _ in validation_points(log)}
+    points = validation_points(log)
+    valid = {epoch: loss for epoch, _, loss in points}  # a repeated epoch: the later one counts
+    ends = {epoch: updates for epoch, updates, _ in points}
     rates = {int(epoch): float(lr) for epoch, lr in _EPOCH_LR.findall(text)}
     maximize = bool(cfg["checkpoint"].get("maximize_best_checkpoint_metric"))
     found: List[str] = []
@@ -160,6 +161,8 @@ def resume_deviations(log: Path) -> List[str]:
     schedule = cfg.get("lr_scheduler") or {}
     if schedule.get("_name") == "reduce_lr_on_plateau":
         threshold, patience = float(schedule["lr_threshold"]), int(schedule["lr_patience"])
+        shrink = float(schedule["lr_shrink"])
+        lowers = "halves" if shrink == 0.5 else f"multiplies by {shrink:g}"
         best, bad = None, 0
         for epoch in sorted(valid):
             if ends[epoch] <= int(schedule.get("warmup_updates") or 0):
@@ -170,10 +173,10 @@ def resume_deviations(log: Path) -> List[str]:
             halved = bad > patience
             bad = 0 if halved else bad
             if epoch in rates and epoch + 1 in rates:
-                expected = rates[epoch] * (float(schedule["lr_shrink"]) if halved else 1.0)
-                if abs(rates[epoch + 1] - expected) > 1e-3 * expected + 1e-7:
+                expected = rates[epoch] * (shrink if halved else 1.0)
+                if abs(rates[epoch + 1] - expected) > 1e-3 * expected + 1e-7:  # the log rounds the rate
                     found.append(f"epoch {epoch + 1} trained at lr {rates[epoch + 1]:g}; after epoch {epoch}'s "
-                                 f"validation loss the schedule {'halves' if halved else 'keeps'} it "
+                                 f"validation loss the schedule {lowers if halved else 'keeps'} it "
                                  f"({expected:g})")
 
     stop_patience = int(cfg["checkpoint"].get("patience") or 0)
