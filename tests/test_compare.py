@@ -7,6 +7,7 @@ directories it made. The significance and the statistics are checked against val
 
 import hashlib
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +16,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from localness_testing import BIN, REPO, run  # noqa: E402
+from localness_testing import BIN, REPO, USER_DIR, run  # noqa: E402
 
 from fairseq_localness.experiments import compare  # noqa: E402
 from fairseq_localness.experiments.launch import Launch, LaunchError  # noqa: E402
@@ -456,6 +457,63 @@ def test_every_published_run_trained_as_if_uninterrupted():
     resumed = [log for log in logs if "Loaded checkpoint" in log.read_text(errors="replace")]
     assert resumed
     assert {str(log.relative_to(REPO)): resume_deviations(log) for log in resumed if resume_deviations(log)} == {}
+
+
+def published_runs() -> list:
+    """(label, the recipe's model keys as its grid.json records them, run record) of every published run."""
+    import csv
+
+    found = []
+    for grid_file in sorted((REPO / "docs" / "results" / "compare").glob("*/grid.json")):
+        model = json.loads(grid_file.read_text())["recipe_values"]["model"]
+        with open(grid_file.parent / "runs.csv", newline="") as handle:
+            found += [(grid_file.parent.name, model, record) for record in csv.DictReader(handle)]
+    return found
+
+
+def test_published_runs_are_the_architectures_of_this_code(tiny_data_bin, tmp_path, caplog):
+    """Every published row describes the code as it is: each architecture built now with the model keys its
+    grid.json records
+    and norm placement has the run's parameters (the shared embedding aside, whose rows are the run's dictionary)
+    and places its methods where the run's log says. A method default changed after a run was published (a
+    layer range, sharing across layers, a size) fails here until the run is trained again."""
+    import logging
+
+    from fairseq import options, tasks
+
+    import fairseq_localness  # noqa: F401
+    from fairseq_localness.experiments.runlog import placement
+
+    runs = published_runs()
+    assert len(runs) >= 20
+    built = {}
+    for label, model_keys, record in runs:
+        key = (label, record["arch"], record["norm"])
+        if key not in built:
+            argv = [str(tiny_data_bin), "--arch", record["arch"], "--user-dir", USER_DIR, "--task", "translation"]
+            for name, value in model_keys.items():
+                flag = "--" + name.replace("_", "-")
+                argv += ([flag] if value is True else []) if isinstance(value, bool) else [flag, str(value)]
+            for override in compare.norm_overrides(record["arch"], record["norm"]):
+                name, value = override[len("model."):].split("=")
+                flag = "--" + name.replace("_", "-")
+                argv += ([flag] if value == "true" else []) if value in ("true", "false") else [flag, value]
+            caplog.clear()
+            with caplog.at_level(logging.INFO):
+                args = options.parse_args_and_arch(options.get_training_parser(), argv)
+                task = tasks.setup_task(args)
+                model = task.build_model(args)
+            log = tmp_path / "build.log"
+            log.write_text("".join(f"] - {r.getMessage()}\n" for r in caplog.records))
+            embedding = len(task.source_dictionary) * args.encoder_embed_dim
+            built[key] = (sum(p.numel() for p in model.parameters()) - embedding, placement(log))
+        train_log = REPO / "docs" / "results" / "compare" / label / record["norm"] / record["arch"] / \
+            f"seed{record['seed']}" / "checkpoints" / "hydra_train.log"
+        types = int(re.search(r"\] dictionary: (\d+) types", train_log.read_text()).group(1))
+        dim = model_keys["encoder_embed_dim"]
+        name = f"{label} {record['norm']} {record['arch']} seed {record['seed']}"
+        assert int(record["params"]) - types * dim == built[key][0], f"{name}: parameters differ from this code's"
+        assert record["placement"] == built[key][1], f"{name}: placed {record['placement']!r}, now {built[key][1]!r}"
 
 
 def test_progress_reads_fairseqs_stop_lines():
