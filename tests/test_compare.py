@@ -456,7 +456,8 @@ def test_every_published_run_trained_as_if_uninterrupted():
     logs = sorted((REPO / "docs" / "results" / "compare").glob("*/*/*/seed*/checkpoints/hydra_train.log"))
     resumed = [log for log in logs if "Loaded checkpoint" in log.read_text(errors="replace")]
     assert resumed
-    assert {str(log.relative_to(REPO)): resume_deviations(log) for log in resumed if resume_deviations(log)} == {}
+    departures = {str(log.relative_to(REPO)): resume_deviations(log) for log in resumed}
+    assert {name: found for name, found in departures.items() if found} == {}
 
 
 def published_runs() -> list:
@@ -473,8 +474,7 @@ def published_runs() -> list:
 
 def test_published_runs_are_the_architectures_of_this_code(tiny_data_bin, tmp_path, caplog):
     """Every published row describes the code as it is: each architecture built now with the model keys its
-    grid.json records
-    and norm placement has the run's parameters (the shared embedding aside, whose rows are the run's dictionary)
+    grid.json records and its norm placement has the run's parameters (the shared embedding aside, whose rows are the run's dictionary)
     and places its methods where the run's log says. A method default changed after a run was published (a
     layer range, sharing across layers, a size) fails here until the run is trained again."""
     import logging
@@ -490,14 +490,14 @@ def test_published_runs_are_the_architectures_of_this_code(tiny_data_bin, tmp_pa
     for label, model_keys, record in runs:
         key = (label, record["arch"], record["norm"])
         if key not in built:
-            argv = [str(tiny_data_bin), "--arch", record["arch"], "--user-dir", USER_DIR, "--task", "translation"]
-            for name, value in model_keys.items():
-                flag = "--" + name.replace("_", "-")
-                argv += ([flag] if value is True else []) if isinstance(value, bool) else [flag, str(value)]
-            for override in compare.norm_overrides(record["arch"], record["norm"]):
+            keys = dict(model_keys)
+            for override in compare.norm_overrides(record["arch"], record["norm"]):  # model.KEY=VALUE
                 name, value = override[len("model."):].split("=")
+                keys[name] = {"true": True, "false": False}.get(value, value)
+            argv = [str(tiny_data_bin), "--arch", record["arch"], "--user-dir", USER_DIR, "--task", "translation"]
+            for name, value in keys.items():  # fairseq's switches take no value
                 flag = "--" + name.replace("_", "-")
-                argv += ([flag] if value == "true" else []) if value in ("true", "false") else [flag, value]
+                argv += ([flag] if value else []) if isinstance(value, bool) else [flag, str(value)]
             caplog.clear()
             with caplog.at_level(logging.INFO):
                 args = options.parse_args_and_arch(options.get_training_parser(), argv)

@@ -559,8 +559,8 @@ def test_readme_plain_fairseq_train_is_the_recipe():
         if key not in recipe.get(group, {}):
             continue
         given = option_value(train, flag) if flag in train else defaults.get(key, "<fairseq's default>")
-        assert value(given) == pytest.approx(value(recipe[group][key])) if isinstance(value(given), float) \
-            else value(given) == value(recipe[group][key]), \
+        got, wanted = value(given), value(recipe[group][key])
+        assert got == (pytest.approx(wanted) if isinstance(got, float) else wanted), \
             f"README's fairseq-train: {flag} {given!r}, the recipe's {group}.{key} is {recipe[group][key]!r}"
     model = argparse.Namespace()
     ARCH_CONFIG_REGISTRY[option_value(train, "--arch")](model)
