@@ -165,6 +165,31 @@ def test_the_tables_numbers_are_the_papers(paper, table):
     assert not unclaimed, f"{paper} Table {table}: rows of the paper missing from the YAML: {unclaimed}"
 
 
+@pytest.mark.parametrize("paper,table", sorted(PAPER_ROWS))
+def test_a_table_with_the_papers_arrows_says_what_they_mean_as_its_caption_does(paper, table):
+    """The paper's ↑ / ⇑ need not be our thresholds (Xu 2019 Table 2's ⇑ is p < 0.05, ours p < 0.01): a table
+    whose rows carry the paper's marks names their threshold as the paper's caption prints it, and the reproduced
+    table's legend carries it beside our own."""
+    from fairseq_localness.experiments import report
+
+    spec = TABLES["papers"][paper]["tables"][table]
+    marked = any(row.get("published", {}).get("mark") for row in spec["rows"])
+    assert bool(spec.get("paper_marks")) == marked, f"{paper} Table {table}: paper_marks without marks, or marks without it"
+    if not marked:
+        return
+    thresholds = re.findall(r"p < [\d./ ]*\d", spec["paper_marks"])
+    assert thresholds, f"{paper} Table {table}: paper_marks names no p threshold"
+    path = PAPERS_DIR / PAPER_FILES[paper]
+    if path.exists():
+        text = squash(path.read_text(encoding="utf-8"))
+        caption = text[text.index(squash(TABLE_TEXT[(paper, table)][1]), text.index(squash(TABLE_TEXT[(paper, table)][0]))):][:600]
+        for threshold in thresholds:
+            assert threshold.replace(" / ", "/") in caption.replace(" / ", "/"), f"{paper} Table {table}: {threshold} is not the caption's"
+    legend = report.markdown("t", "c", [], spec["paper_marks"]).splitlines()[-1]
+    assert f"beside Paper, the paper's marks ({spec['paper_marks']})" in legend
+    assert "beside Ours: better than the row's baseline with p < 0.05 / 0.01" in legend
+
+
 def test_every_row_is_trained_quoted_or_pending_with_a_reason():
     settings = set(TABLES["evaluation"])
     for paper, table in all_tables():

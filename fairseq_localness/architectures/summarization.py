@@ -8,9 +8,11 @@ dimensionality of the hidden states" (FFN 1536). The authors' released
 ``man_base`` (summarization/model/man.py) has exactly these sizes, every
 encoder and decoder layer DMAN -> SAN -> FFN (``*_mix_layers = 6``), and, where
 the paper is silent: post-norm sub-layers LN(H + f(H)), a layer norm on the
-embeddings, learned positions, GELU, dropout / attention dropout / activation
+embeddings, learned positions, dropout / attention dropout / activation
 dropout 0.1, shared source/target/output embeddings (MASS's setting, one BERT
-WordPiece dictionary). Both architectures here take those as their defaults.
+WordPiece dictionary). Both architectures here take those as their defaults, and
+the release's GELU in the FFN (its man.py line 773), where the paper's Eq. 3 and 9
+write a ReLU (docs/summarization.md says why we keep the release's).
 
 The Transformer baseline keeps FFN = 4 x hidden (3,072): Sec. 3.1.1 halves the
 FFN of MAN layers "to make a relatively fair comparison", i.e. against

@@ -2,8 +2,9 @@
 compared against) and Xu et al. (2019) Tables 1-2 (hybrid local/global attention).
 
 Every name also comes in the sizes ``_iwslt_de_en``, ``_wmt_en_de`` and
-``_wmt_en_de_big``; every default is the paper's and can be overridden by its
-flag (see docs/methods/yang2019-csan.md and docs/baselines.md). Local_Soft is
+``_wmt_en_de_big``; every default is the paper's, or the authors' release's where
+the paper gives none (2D-CSAN's N = 3), and can be overridden by its flag (see
+docs/methods/yang2019-csan.md and docs/baselines.md). Local_Soft is
 ``transformer_gaussian_local``, Rel_Pos ``transformer_relpos``; Block and Cnns are
 ``transformer_block`` and ``transformer_cnns``.
 """

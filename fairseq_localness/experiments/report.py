@@ -97,7 +97,9 @@ def _cell(record: Dict, key: str) -> str:
     return "-" if value is None else str(value)
 
 
-def markdown(title: str, citation: str, records: List[Dict]) -> str:
+def markdown(title: str, citation: str, records: List[Dict], paper_marks: str = "") -> str:
+    """The table with its legend. ``paper_marks``: what the paper's own arrows mean (the table's ``paper_marks``
+    entry), which need not be our thresholds (Xu et al. 2019 Table 2's ⇑ is p < 0.05)."""
     columns = list(COLUMNS)
     if any(k.startswith("paper_") and k[len("paper_"):] in TASK_FIELDS for r in records for k in r):
         columns.insert(4, ("paper_all", "Paper (other columns)"))  # ROUGE-1/2/L, probing tasks
@@ -110,8 +112,10 @@ def markdown(title: str, citation: str, records: List[Dict]) -> str:
                                        else _cell(record, key) for key, _ in columns) + " |")
     metrics = sorted({r["metric"] for r in records if r["arch"]})
     lines += ["", f"Ours / Paper: {', '.join(metrics)} on the {records[0]['split'] if records else ''} split as the "
-              "paper scored it (docs/reproduce.md, \"Scoring\"). ↑ / ⇑: better than the row's baseline with p < 0.05 / "
-              "0.01 (paired bootstrap; ↓ / ⇓ worse); Δ: difference to the row's baseline. Speed: training words per "
+              "paper scored it (docs/reproduce.md, \"Scoring\"). ↑ / ⇑ beside Ours: better than the row's baseline "
+              "with p < 0.05 / 0.01 (paired bootstrap; ↓ / ⇓ worse)"
+              + (f"; beside Paper, the paper's marks ({paper_marks})" if paper_marks else "")
+              + "; Δ: difference to the row's baseline. Speed: training words per "
               "second relative to the baseline (ours) and the paper's steps per second relative to its baseline. "
               "n/a: not available."]
     if ("paper_all", "Paper (other columns)") in columns:
@@ -211,7 +215,8 @@ def docs_tables(tables_data: Dict) -> str:
             scoring = sorted({_scoring(e) for e in evaluations})
             hours = sum(gpu_hours(r)[3] or 0 for r in trained)
             quoted = sum(1 for r in rows if r.quoted)
-            out += [f"### {paper} Table {table}", "", f"{table_spec['caption']}. Source: {table_spec['source']}.", "",
+            marks = f" The paper's marks: {table_spec['paper_marks']}." if table_spec.get("paper_marks") else ""
+            out += [f"### {paper} Table {table}", "", f"{table_spec['caption']}. Source: {table_spec['source']}.{marks}", "",
                     f"- **Trains** {len(trained)} of its {len(rows)} rows"
                     + (f" ({quoted} quoted from other papers: listed with their numbers, never trained)" if quoted else "")
                     + f"; settings {', '.join(f'`{s}`' for s in settings)}.",

@@ -237,7 +237,7 @@ def main(argv: Sequence[str]) -> int:
     citation = tables["papers"][args.paper]["citation"]
     out = work / args.paper / table_dirname(str(args.table))
     out.parent.mkdir(parents=True, exist_ok=True)
-    table_md = report.markdown(title, citation, records)
+    table_md = report.markdown(title, citation, records, spec.get("paper_marks", ""))
     out.with_suffix(".md").write_text(table_md, encoding="utf-8")
     out.with_suffix(".csv").write_text(report.to_csv(records), encoding="utf-8")
     out.with_suffix(".json").write_text(report.to_json(title, citation, records), encoding="utf-8")
