@@ -135,6 +135,32 @@ def test_t5_buckets_by_hand():
         assert bidirectional([-n]) == [expected], n
 
 
+@pytest.mark.parametrize("num_buckets,max_distance", [(32, 128), (64, 256), (16, 64)])
+@pytest.mark.parametrize("bidirectional", [True, False])
+def test_t5_buckets_with_t5xs_eps_are_mesh_tensorflows_without_it(num_buckets, max_distance, bidirectional):
+    """The eps inside the log (T5X) moves no offset into another bucket than Mesh TensorFlow's eps-free float32
+    computation gives: n = -(j - i), halved buckets and |n| when bidirectional, n >= 0 when causal."""
+    import numpy as np
+
+    relative = np.arange(-5000, 5001)
+    n = -relative
+    expected = np.zeros_like(n)
+    buckets = num_buckets
+    if bidirectional:
+        buckets //= 2
+        expected += (n < 0) * buckets
+        n = np.abs(n)
+    else:
+        n = np.maximum(n, 0)
+    exact = buckets // 2
+    with np.errstate(divide="ignore"):  # log(0) of the exact buckets, which np.where discards
+        large = exact + (np.log(n.astype(np.float32) / np.float32(exact)) / np.float32(np.log(max_distance / exact))
+                         * np.float32(buckets - exact)).astype(np.int64)
+    expected += np.where(n < exact, n, np.minimum(large, buckets - 1))
+    got = t5_bucket(torch.from_numpy(relative), bidirectional, num_buckets, max_distance).numpy()
+    assert (got == expected).all(), relative[got != expected][:10]
+
+
 def t5_table(method):
     with torch.no_grad():  # w[bucket, h] = bucket + 100 h: every entry tells its bucket and head
         method.table.weight.copy_(torch.arange(32.0)[:, None] + 100.0 * torch.arange(HEADS)[None, :])

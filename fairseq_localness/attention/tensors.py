@@ -32,7 +32,7 @@ def offset_rows(per_offset: Tensor, tgt_len: int) -> Tensor:
     index i = S - T + t (the queries of self-attention are the last T keys), so [t, s] = per_offset[s - i + S - 1].
     The rows are windows of one unfolded view, whose gradient sums each offset's entries in a dense pass. Indexing
     the table with a (T, S) index instead has CUDA accumulate the gradient through a sort over every duplicate
-    index, reported 10-100x slower for small tables (pytorch/pytorch#41162).
+    index, a path reported to slow a whole training (about 2x for a detection network, pytorch/pytorch#41162).
     """
     src_len = (per_offset.size(0) + 1) // 2
     windows = per_offset.unfold(0, src_len, 1).movedim(-1, 1)  # window w: offsets w - (S - 1) .. w, (S, S, ...)

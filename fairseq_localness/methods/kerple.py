@@ -1,20 +1,18 @@
 """KERPLE: Chi, Fan, Ramadge and Rudnicky (2022), "KERPLE: Kernelized Relative Positional Embedding for Length
 Extrapolation", NeurIPS.
 
-A conditionally positive definite kernel of the distance, negated, is added to the logits of every head: the
-two variants of the composite kernel, Eq. (4), that Section 4 ("Practical Choice") trains, from Corollary 1
-(Section 3.2), the constant c of Eq. (3) absorbed by the softmax:
+A conditionally positive definite kernel of the distance, negated, is added to the logits of every head, its
+constant offset absorbed by the softmax (the paper's abstract); the two kernels the paper trains:
 
     power:        b_ij = -r1 |i - j|^r2,          r1 > 0,  0 < r2 <= 2
     logarithmic:  b_ij = -r1 log(1 + r2 |i - j|), r1 > 0,  r2 > 0
 
-Eq. (1) divides the kernel by sqrt(d) with q_m^T k_n; the released code adds it to the scaled logits
-(``megatron/model/transformer.py``), as we do: the two differ by the scale of r1, which only its initialisation and
-lower bound (both the code's) see.
+The paper's full text is not at hand here, so this module cites no section or equation number of it; every detail
+below follows the authors' released code (github.com/chijames/KERPLE). That code adds the kernel to the logits
+after their 1/sqrt(d) scaling (``megatron/model/transformer.py``), as we do.
 
-r1 and r2 are learned, one pair per head, shared across layers (Figure 1's caption: "learnable parameters in each
-attention head shared across layers"); the authors' released code builds one kernel module and hands it to every
-layer of its language model (``megatron/model/gpt2_model.py``, ``rpe=rpe_emb``). Our reading
+r1 and r2 are learned, one pair per head, shared across layers: the released code builds one kernel module and
+hands it to every layer of its language model (``megatron/model/gpt2_model.py``, ``rpe=rpe_emb``). Our reading
 for an encoder-decoder: one pair per head for each stack (encoder, decoder), shared by its layers;
 ``share_layers=False`` gives every layer its own pair. How they are kept in range follows that code
 (github.com/chijames/KERPLE, ``megatron/mpu/layers.py``, ``ParallelKerpleLog`` / ``ParallelKerplePower``): before

@@ -8,13 +8,16 @@ T5 has no other position information.
 
     logits_hij = q_i k_j / sqrt(d) + w[h, bucket(j - i)]
 
-bucket() is T5's released ``_relative_position_bucket`` (Mesh TensorFlow), with n = i - j:
+bucket() is T5's released ``_relative_position_bucket`` (Mesh TensorFlow, mesh_tensorflow/transformer/
+transformer_layers.py), with n = i - j:
     bidirectional (encoder): half of the buckets per direction, the upper half for keys after the query (n < 0);
     causal (decoder): n = max(n, 0), all buckets for the past;
     then, with B the buckets left: n < B/2 is its own bucket (exact; B/2 = num_buckets/4 bidirectional,
     num_buckets/2 causal), larger n are log-spaced,
         B/2 + floor(log(n / (B/2) + eps) / log(max_distance / (B/2)) * (B - B/2)),  capped at B - 1,
-    computed in float32 with eps = float32's machine epsilon, as Mesh TensorFlow does.
+    computed in float32 with eps = float32's machine epsilon, as T5X does (t5x/examples/t5/layers.py,
+    RelativePositionBiases._relative_position_bucket); Mesh TensorFlow has no eps, and the two agree on every
+    offset (tests/test_equations_modern.py).
 
 Our readings: fairseq scales q k^T by 1/sqrt(d) (T5 folds it into its initialisation); the table is initialised
 N(0, embed_dim^-1/2) as the Hugging Face port of T5 does (the paper states no initialisation); one table per stack
