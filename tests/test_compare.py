@@ -447,6 +447,18 @@ def test_the_comparison_names_a_finished_run_resumed_off_its_recipe(tmp_path):
         "epoch 6 trained at lr 0.001; after epoch 5's validation loss the schedule halves it (0.0005)"])]
 
 
+def test_published_results_hold_no_test_text_and_credit_every_corpus():
+    """What is published may be redistributed: no copy of a test set's text (reference, source lines), and the
+    translations of each corpus's test sources are credited to it in docs/results/compare/README.md."""
+    published = REPO / "docs" / "results" / "compare"
+    assert not list(published.rglob("ref.tok.txt")) and not list(published.rglob("generate-test.txt"))
+    runs = list(published.glob("*/*/*/seed*/eval-test/scores.json"))
+    assert runs and all((score.parent / "source-lengths.txt").is_file() for score in runs)
+    credits = (published / "README.md").read_text(encoding="utf-8")
+    for label in sorted({score.relative_to(published).parts[0] for score in runs}):
+        assert f"- `{label}`:" in credits, f"docs/results/compare/README.md does not say where {label}'s test set comes from"
+
+
 def test_every_published_run_trained_as_if_uninterrupted():
     """The published tables compare one recipe: no published run was resumed off it (a run resumed by a plugin
     without the resume fix, read from its log). The published Multi30k and Europarl grids hold resumed runs, so
@@ -729,23 +741,45 @@ def test_reading_a_run_dir_keeps_the_checkpoint_allow_list(tiny_grid):
 
 def test_published_runs_are_restored_not_retrained(tiny_grid, tmp_path):
     """A fresh checkout has the published result files but no run directories: the published runs count as
-    finished (their text files are copied back) and the table is rebuilt from them."""
+    finished (their text files are copied back, the test reference from the prepared corpus) and the table is
+    rebuilt from them. No test text is published: neither the reference nor fairseq-generate's source lines."""
     import shutil
 
     root, argv, _ = tiny_grid
     published = root / "published" / "tiny"
-    for name in ("trained", "result.json", "eval-test/scores.json", "eval-test/hyp.tok.txt", "checkpoints/hydra_train.log"):
+    for name in ("trained", "result.json", "eval-test/scores.json", "eval-test/hyp.tok.txt", "checkpoints/hydra_train.log",
+                 "eval-test/source-lengths.txt"):
         assert (published / "pre" / "transformer" / "seed1" / name).is_file(), name
     assert not list(published.rglob("*.pt"))  # no checkpoint is published
+    assert not list(published.rglob("ref.tok.txt")) and not list(published.rglob("generate-test.txt"))
+    work_eval = root / "work" / "tiny" / "pre" / "transformer" / "seed1" / "eval-test"
+    from fairseq_localness.analyses.bleu import read_translations
+
+    lengths = [len(line.split()) for line in read_translations(str(work_eval / "generate-test.txt"), "S")]  # by id
+    assert (published / "pre" / "transformer" / "seed1" / "eval-test" / "source-lengths.txt").read_text().split() \
+        == [str(n) for n in lengths] and len(lengths) == 40
     fresh = list(argv)
     fresh[fresh.index("--work") + 1] = str(tmp_path / "fresh-work")
+    # this data-bin names no tokenised test reference (no prep-info.json): nothing can be restored, nothing is
+    refused = run(COMPARE + fresh, check=False)
+    assert refused.returncode == 2 and "keep no copy of the test reference" in refused.stderr
+    assert not (tmp_path / "fresh-work" / "tiny" / "pre").exists()
+    # a prepared corpus names the reference its evaluations scored against (here: the runs' own)
+    data_bin = tmp_path / "data-bin"
+    shutil.copytree(fresh[fresh.index("--data") + 1], data_bin)
+    shutil.copyfile(work_eval / "ref.tok.txt", tmp_path / "test.tok.tgt")
+    (data_bin / "prep-info.json").write_text(json.dumps({"tok_ref": "../test.tok.tgt"}))
+    fresh[fresh.index("--data") + 1] = str(data_bin)
     again = run(COMPARE + fresh)
     assert again.stdout.count("(restored from") == 4 and again.stdout.count("finished earlier, not retrained") == 4
     assert ": training\n" not in again.stdout and "resuming" not in again.stdout
     rows = json.loads((tmp_path / "fresh-work" / "tiny" / "table.json").read_text())["rows"]
     before = json.loads((root / "work" / "tiny" / "table.json").read_text())["rows"]
-    assert [(r["arch"], r["tokenized_bleu"], r["params"]) for r in rows] == [(r["arch"], r["tokenized_bleu"], r["params"]) for r in before]
+    assert [(r["arch"], r["tokenized_bleu"], r["params"], r.get("significance")) for r in rows] == \
+        [(r["arch"], r["tokenized_bleu"], r["params"], r.get("significance")) for r in before]
+    assert (tmp_path / "fresh-work" / "tiny" / "buckets.csv").read_text() == (root / "work" / "tiny" / "buckets.csv").read_text()
     assert not list((tmp_path / "fresh-work").rglob("*.pt"))
+    assert not list(published.rglob("ref.tok.txt"))  # publishing the restored runs again adds no test text
 
 
 def test_the_eta_counts_only_runs_trained_from_their_start(capsys):

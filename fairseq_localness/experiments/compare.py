@@ -698,17 +698,39 @@ PUBLISHED = ("table.md", "table.json", "runs.csv", "runs.json", "curves.csv", "f
              "buckets.md", "buckets.csv", "buckets.png")
 
 
+#: an evaluation's files that hold the test set's own text: the tokenised reference, and fairseq-generate's output
+#: with the source (S-) and reference (T-) lines. Never published: a corpus's terms need not allow redistributing
+#: it (Multi30k's captions come with Flickr30k's research terms). A published run keeps the source length of
+#: every test sentence instead (SOURCE_LENGTHS, all that BLEU by length needs), and a restored run gets its
+#: reference back from the prepared corpus (prep-info.json's tok_ref, the file the evaluation scored against).
+TEST_TEXT_FILES = (f"{EVAL_DIR}/ref.tok.txt", f"{EVAL_DIR}/generate-test.txt")
+SOURCE_LENGTHS = "source-lengths.txt"
+
+
+def source_lengths(eval_dir: Path) -> List[int]:
+    """Words of every test source as fairseq-generate printed it (after BPE removal): from its S- lines where
+    the evaluation has them, else from the published :data:`SOURCE_LENGTHS`."""
+    from ..analyses.bleu import read_translations
+
+    if (eval_dir / "generate-test.txt").is_file():
+        return [len(line.split()) for line in read_translations(str(eval_dir / "generate-test.txt"), "S")]
+    path = eval_dir / SOURCE_LENGTHS
+    if not path.is_file():
+        raise CompareError(f"{eval_dir}: neither generate-test.txt nor {SOURCE_LENGTHS}: the source lengths of the "
+                           "test set are lost; evaluate the run again")
+    return [int(n) for n in path.read_text(encoding="utf-8").split()]
+
+
 def run_bucket_bleu(eval_dir: Path, edges: Sequence[int], lowercase: bool) -> Dict[str, Tuple[int, float]]:
     """Tokenised BLEU of one run per source-length bucket (words of the source as fairseq-generate prints it,
     after BPE removal): {bucket name: (sentences, BLEU)}; empty buckets are left out."""
-    from ..analyses.bleu import bucket_members, bucket_name, buckets_of, read_translations
+    from ..analyses.bleu import bucket_members, bucket_name, buckets_of
     from ..evaluation.scoring import HYP_TOK, read_lines, tokenized_bleu_metric
 
     hyps, refs = read_lines(str(eval_dir / HYP_TOK)), read_lines(str(eval_dir / "ref.tok.txt"))
-    sources = read_translations(str(eval_dir / "generate-test.txt"), "S")
     metric = tokenized_bleu_metric(lowercase)
     scores = {}
-    for bucket, rows in bucket_members([len(s.split()) for s in sources], buckets_of(edges)).items():
+    for bucket, rows in bucket_members(source_lengths(eval_dir), buckets_of(edges)).items():
         if rows:
             score = metric.corpus_score([hyps[i] for i in rows], [[refs[i] for i in rows]]).score
             scores[bucket_name(bucket)] = (len(rows), round(score, 2))
@@ -729,7 +751,7 @@ def bucket_significance(grid: Grid, records: List[Dict[str, Any]], edges: Sequen
     sentence with every seed's output of it). {(norm, arch): {bucket name: Significance}}; the baseline,
     architectures that share no seed with it and buckets of fewer than :data:`MIN_BUCKET_TEST_SENTENCES` sentences
     are left out."""
-    from ..analyses.bleu import bucket_members, bucket_name, buckets_of, read_translations
+    from ..analyses.bleu import bucket_members, bucket_name, buckets_of
     from ..evaluation.scoring import HYP_TOK, paired_bootstrap_over_sentences, read_lines, tokenized_bleu_metric
 
     runs: Dict[Tuple[str, str], Dict[int, Path]] = {}
@@ -746,8 +768,7 @@ def bucket_significance(grid: Grid, records: List[Dict[str, Any]], edges: Sequen
 
     def buckets(eval_dir: Path) -> Dict[Any, List[int]]:
         if eval_dir not in members:
-            sources = read_translations(str(eval_dir / "generate-test.txt"), "S")
-            members[eval_dir] = bucket_members([len(s.split()) for s in sources], buckets_of(edges))
+            members[eval_dir] = bucket_members(source_lengths(eval_dir), buckets_of(edges))
         return members[eval_dir]
 
     metric = tokenized_bleu_metric(lowercase)
@@ -832,8 +853,8 @@ def plot_buckets(means: Dict[Tuple[str, str], Dict[str, List[float]]], order: Li
 #: what a finished run keeps beside the published tables (text only, no checkpoint): enough to rebuild every table,
 #: the pooled significance test, the learning curves and the BLEU by length, and to count the run as finished
 RUN_FILES = ("trained", "result.json", "checkpoints/hydra_train.log", "checkpoints/.hydra/config.yaml",
-             f"{EVAL_DIR}/scores.json", f"{EVAL_DIR}/hyp.tok.txt", f"{EVAL_DIR}/ref.tok.txt", f"{EVAL_DIR}/hyp.detok.txt",
-             f"{EVAL_DIR}/generate-test.txt", f"{EVAL_DIR}/generate-test.log")
+             f"{EVAL_DIR}/scores.json", f"{EVAL_DIR}/hyp.tok.txt", f"{EVAL_DIR}/hyp.detok.txt",
+             f"{EVAL_DIR}/generate-test.log", f"{EVAL_DIR}/{SOURCE_LENGTHS}")
 
 
 def training_checkout(run_dir: Path) -> Optional[str]:
@@ -875,10 +896,15 @@ def publish(grid: Grid, directory: Path) -> Path:
             copy(grid.root / name, target / name)
     for spec in finished_specs(grid):
         relative = grid.run_dir(spec).relative_to(grid.root)
+        eval_dir = grid.run_dir(spec) / EVAL_DIR
+        if (eval_dir / "generate-test.txt").is_file() and not (eval_dir / SOURCE_LENGTHS).is_file():
+            (eval_dir / SOURCE_LENGTHS).write_text("".join(f"{n}\n" for n in source_lengths(eval_dir)), encoding="utf-8")
         for name in RUN_FILES:
             source = grid.run_dir(spec) / name
             if source.is_file():
                 copy(source, target / relative / name)
+        for name in TEST_TEXT_FILES:  # copies an earlier version published
+            (target / relative / name).unlink(missing_ok=True)
     if grid.data_bin.is_dir():  # the label's setup, for the runs restored from here (restore_published)
         (target / "grid.json").write_text(json.dumps(mine, indent=1) + "\n", encoding="utf-8")
     return target
@@ -886,25 +912,33 @@ def publish(grid: Grid, directory: Path) -> Path:
 
 def restore_published(grid: Grid, directory: Path) -> List[RunSpec]:
     """The runs published in DIRECTORY/LABEL that WORK/LABEL lacks (a fresh checkout, another machine): their
-    :data:`RUN_FILES` are copied back, so that they count as finished and are never trained again."""
+    :data:`RUN_FILES` are copied back, so that they count as finished and are never trained again, with the test
+    reference they were scored against (ref.tok.txt) from the prepared corpus (prep-info.json's ``tok_ref``)."""
     import shutil
+
+    from ..evaluation.evaluate import read_prep_info
 
     source_root = Path(directory) / grid.label
     check_setup(grid, label_record(grid), source_root / "grid.json", f"--publish {source_root}")
-    restored = []
+    tok_ref = read_prep_info(str(grid.data_bin)).get("tok_ref") if grid.data_bin.is_dir() else None
+    missing: List[Tuple[RunSpec, Path]] = []
     for scores in sorted(source_root.glob(f"*/*/seed*/{EVAL_DIR}/scores.json")):
         run_dir = scores.parent.parent
         norm, arch, seed = run_dir.parent.parent.name, run_dir.parent.name, run_dir.name[len("seed"):]
-        if norm not in NORMS or not seed.isdigit():
-            continue
-        spec = RunSpec(arch, norm, int(seed))
-        if grid.finished(spec):
-            continue
+        if norm in NORMS and seed.isdigit() and not grid.finished(RunSpec(arch, norm, int(seed))):
+            missing.append((RunSpec(arch, norm, int(seed)), run_dir))
+    # before anything is copied: a run restored without its reference would count as finished and break the table
+    if missing and not (tok_ref and Path(tok_ref).is_file()):
+        raise CompareError(f"{missing[0][1]}: published runs keep no copy of the test reference, and --data "
+                           f"{grid.data_bin} names none that is here (prep-info.json's tok_ref): prepare the corpus "
+                           "with its data-prep script first")
+    for spec, run_dir in missing:
         for name in RUN_FILES:
             if (run_dir / name).is_file():
                 (grid.run_dir(spec) / name).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(run_dir / name, grid.run_dir(spec) / name)
-        restored.append(spec)
+        shutil.copyfile(tok_ref, grid.run_dir(spec) / EVAL_DIR / "ref.tok.txt")
+    restored = [spec for spec, _ in missing]
     if restored and not (grid.root / "grid.json").is_file() and (source_root / "grid.json").is_file():
         shutil.copyfile(source_root / "grid.json", grid.root / "grid.json")
     return restored
