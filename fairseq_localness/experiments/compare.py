@@ -850,8 +850,9 @@ def plot_buckets(means: Dict[Tuple[str, str], Dict[str, List[float]]], order: Li
     plt.close(fig)
 
 
-#: what a finished run keeps beside the published tables (text only, no checkpoint): enough to rebuild every table,
-#: the pooled significance test, the learning curves and the BLEU by length, and to count the run as finished
+#: what a finished run keeps beside the published tables (text only, no checkpoint, no test text): with the prepared
+#: corpus's reference, enough to rebuild every table, the pooled significance test, the learning curves and the
+#: BLEU by length, and to count the run as finished
 RUN_FILES = ("trained", "result.json", "checkpoints/hydra_train.log", "checkpoints/.hydra/config.yaml",
              f"{EVAL_DIR}/scores.json", f"{EVAL_DIR}/hyp.tok.txt", f"{EVAL_DIR}/hyp.detok.txt",
              f"{EVAL_DIR}/generate-test.log", f"{EVAL_DIR}/{SOURCE_LENGTHS}")
