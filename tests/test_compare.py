@@ -760,7 +760,7 @@ def test_published_runs_are_restored_not_retrained(tiny_grid, tmp_path):
         == [str(n) for n in lengths] and len(lengths) == 40
     fresh = list(argv)
     fresh[fresh.index("--work") + 1] = str(tmp_path / "fresh-work")
-    # this data-bin names no tokenised test reference (no prep-info.json): nothing can be restored, nothing is
+    # this data-bin names no tokenised test reference (no prep-info.json): nothing can be restored, so nothing is copied
     refused = run(COMPARE + fresh, check=False)
     assert refused.returncode == 2 and "keep no copy of the test reference" in refused.stderr
     assert not (tmp_path / "fresh-work" / "tiny" / "pre").exists()
