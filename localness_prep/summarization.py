@@ -164,8 +164,11 @@ def prepare(raw_dir: str, vocab_path: str, out_dir: str, workers: int = 1) -> Di
     with Pool(workers, initializer=_set_vocab, initargs=(vocab,)) if workers > 1 else _Serial() as pool:
         for split, stem in SPLITS.items():
             paths = [os.path.join(raw_dir, f"{stem}.{side}") for side in SIDES]
-            with open(paths[0], encoding="utf-8") as src, open(paths[1], encoding="utf-8") as tgt:
-                pairs = list(zip(src, tgt))
+            # lines end at "\n" only, as check_layout counted them: a stray "\r" inside an article (universal
+            # newlines would end a line there) would shift every later pair against its summary
+            with open(paths[0], encoding="utf-8", newline="\n") as src, \
+                    open(paths[1], encoding="utf-8", newline="\n") as tgt:
+                pairs = [tuple(side.replace("\r", " ") for side in pair) for pair in zip(src, tgt, strict=True)]
             encoded = list(pool.imap(_encode_pair, pairs, chunksize=64))
             kept = [e for e in encoded if e is not None]
             for k, side in enumerate(SIDES):

@@ -283,6 +283,24 @@ def test_prep_errors_name_the_problem(tmp_path):
         prep.load_vocab(str(bad))
 
 
+def test_prep_keeps_articles_and_summaries_paired_across_a_stray_carriage_return(tmp_path):
+    """A lone \\r inside an article is not a line end (check_layout counts \\n only): every later article keeps its
+    own summary, and the raw test text has the \\r as a space."""
+    raw = tmp_path / "raw"
+    vocab = write_summarization_fixture(raw)
+    sources = (raw / "test.source").read_text().splitlines()
+    targets = (raw / "test.target").read_text().splitlines()
+    broken = sources[1].split(". ", 1)
+    sources[1] = broken[0] + ".\r" + broken[1]
+    (raw / "test.source").write_bytes(("\n".join(sources) + "\n").encode())
+    prep.prepare(str(raw), str(vocab), str(tmp_path / "out"))
+    assert (tmp_path / "out" / "raw" / "test.target").read_text().splitlines() == targets
+    written = (tmp_path / "out" / "raw" / "test.source").read_text().split("\n")[:-1]
+    assert len(written) == len(targets) and written[1] == broken[0] + ". " + broken[1]
+    assert [line.split(" .")[0] for line in (tmp_path / "out" / "test.source").read_text().splitlines()] == \
+        [line.split(" .")[0] for line in (tmp_path / "out" / "test.target").read_text().splitlines()]
+
+
 @pytest.fixture(scope="module")
 def summarization_bin(tmp_path_factory):
     root = tmp_path_factory.mktemp("summ")
