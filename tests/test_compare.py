@@ -745,6 +745,8 @@ def test_published_runs_are_restored_not_retrained(tiny_grid, tmp_path):
     rebuilt from them. No test text is published: neither the reference nor fairseq-generate's source lines."""
     import shutil
 
+    from fairseq_localness.analyses.bleu import read_translations
+
     root, argv, _ = tiny_grid
     published = root / "published" / "tiny"
     for name in ("trained", "result.json", "eval-test/scores.json", "eval-test/hyp.tok.txt", "checkpoints/hydra_train.log",
@@ -753,8 +755,6 @@ def test_published_runs_are_restored_not_retrained(tiny_grid, tmp_path):
     assert not list(published.rglob("*.pt"))  # no checkpoint is published
     assert not list(published.rglob("ref.tok.txt")) and not list(published.rglob("generate-test.txt"))
     work_eval = root / "work" / "tiny" / "pre" / "transformer" / "seed1" / "eval-test"
-    from fairseq_localness.analyses.bleu import read_translations
-
     lengths = [len(line.split()) for line in read_translations(str(work_eval / "generate-test.txt"), "S")]  # by id
     assert (published / "pre" / "transformer" / "seed1" / "eval-test" / "source-lengths.txt").read_text().split() \
         == [str(n) for n in lengths] and len(lengths) == 40

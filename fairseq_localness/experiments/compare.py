@@ -712,8 +712,9 @@ def source_lengths(eval_dir: Path) -> List[int]:
     the evaluation has them, else from the published :data:`SOURCE_LENGTHS`."""
     from ..analyses.bleu import read_translations
 
-    if (eval_dir / "generate-test.txt").is_file():
-        return [len(line.split()) for line in read_translations(str(eval_dir / "generate-test.txt"), "S")]
+    generated = eval_dir / "generate-test.txt"
+    if generated.is_file():
+        return [len(line.split()) for line in read_translations(str(generated), "S")]
     path = eval_dir / SOURCE_LENGTHS
     if not path.is_file():
         raise CompareError(f"{eval_dir}: neither generate-test.txt nor {SOURCE_LENGTHS}: the source lengths of the "
@@ -926,8 +927,11 @@ def restore_published(grid: Grid, directory: Path) -> List[RunSpec]:
     for scores in sorted(source_root.glob(f"*/*/seed*/{EVAL_DIR}/scores.json")):
         run_dir = scores.parent.parent
         norm, arch, seed = run_dir.parent.parent.name, run_dir.parent.name, run_dir.name[len("seed"):]
-        if norm in NORMS and seed.isdigit() and not grid.finished(RunSpec(arch, norm, int(seed))):
-            missing.append((RunSpec(arch, norm, int(seed)), run_dir))
+        if norm not in NORMS or not seed.isdigit():
+            continue
+        spec = RunSpec(arch, norm, int(seed))
+        if not grid.finished(spec):
+            missing.append((spec, run_dir))
     # before anything is copied: a run restored without its reference would count as finished and break the table
     if missing and not (tok_ref and Path(tok_ref).is_file()):
         raise CompareError(f"{missing[0][1]}: published runs keep no copy of the test reference, and --data "
