@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "data"
 PREP = REPO / "data-prep"
 
-from localness_prep import checks, clean, iwslt_xml, tokenize  # noqa: E402
+from localness_prep import checks, clean, iwslt_xml, spm, tokenize  # noqa: E402
 
 
 def require_corpora() -> Path:
@@ -532,3 +532,57 @@ def test_helpers() -> None:
     assert not clean.keep_pair("", "a", 1, 175, 9) and not clean.keep_pair("a " * 176, "a " * 170, 1, 175, 9)
     assert list(iwslt_xml.seg_lines(['<seg id="3"> It’s here. </seg>', "<doc>"])) == ["It's here."]
     assert list(iwslt_xml.train_tag_lines(["<url>x</url>", "<title>T</title>", "Hi."])) == ["T", "Hi."]
+
+
+def test_sentencepiece_gives_back_the_tokenised_text_in_its_own_characters(tmp_path: Path) -> None:
+    """`--remove-bpe sentencepiece` must return the text the model was trained on, character for character:
+    SentencePiece's default NFKC normalisation would turn the full-width comma of Chinese text into ',' and
+    full-width Latin letters into ASCII, so hypotheses and references would differ in characters."""
+    from fairseq.data.data_utils import post_process
+
+    words = ["全角", "，", "逗号", "Ｔｅｓｔ", "①", "ﬁne", "x²", "café", "ｶﾀｶﾅ", "hello"]
+    rows = [" ".join(words[(i * 7 + k * 3) % len(words)] for k in range(6)) for i in range(200)]
+    corpus = tmp_path / "train.txt"
+    corpus.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    spm.train(str(tmp_path / "spm"), 60, [str(corpus)])
+    spm.encode(str(tmp_path / "spm.model"), [(str(corpus), str(tmp_path / "train.spm"))])
+    pieces = (tmp_path / "train.spm").read_text(encoding="utf-8").split("\n")[:-1]
+    assert [post_process(p, "sentencepiece") for p in pieces] == rows
+
+
+def test_sentencepiece_sample_of_a_large_corpus_is_the_same_in_every_process(tmp_path: Path) -> None:
+    """Above the sample size the model is trained on a seeded sample, so two preparations in two processes give
+    the same pieces (SentencePiece's own sampler draws another sample in each process)."""
+    import random
+
+    rng = random.Random(0)
+    words = ["".join(rng.choice("abcdefghijklmnop") for _ in range(12)) for _ in range(3000)]
+    corpus = tmp_path / "train.txt"
+    corpus.write_text("".join(f"{w} {w} {w} {w}\n" for w in words), encoding="utf-8")
+    code = ("import sys, sentencepiece; from localness_prep import spm; "
+            "spm.train(sys.argv[1], 200, [sys.argv[2]], sample_sentences=150); "
+            "sp = sentencepiece.SentencePieceProcessor(model_file=sys.argv[1] + '.model'); "
+            "print('\\n'.join(sp.id_to_piece(i) for i in range(sp.get_piece_size())))")
+    pieces = [subprocess.run([sys.executable, "-c", code, str(tmp_path / f"m{i}"), str(corpus)], cwd=REPO,
+                             check=True, capture_output=True, text=True).stdout.split() for i in range(2)]
+    assert pieces[0] == pieces[1] and len(pieces[0]) == 200
+    assert not list(tmp_path.glob("*.sample.txt"))  # the sample is not left behind
+
+
+def test_sentencepiece_sample_is_uniform_exact_and_in_corpus_order(tmp_path: Path) -> None:
+    files = []
+    for name, span in (("a", range(0, 60)), ("b", range(60, 100))):
+        (tmp_path / name).write_text("".join(f"{i}\n" for i in span), encoding="utf-8")
+        files.append(str(tmp_path / name))
+    counts = [0] * 100
+    for seed in range(2000):
+        spm.write_sample(files, 100, str(tmp_path / "s"), 30, seed)
+        kept = [int(x) for x in (tmp_path / "s").read_text().split()]
+        assert len(kept) == 30 and kept == sorted(set(kept))  # exactly 30 distinct lines, in the corpus's order
+        for i in kept:
+            counts[i] += 1
+    # each line is kept with probability 30/100: 600 of 2000 draws, sd sqrt(2000 * 0.3 * 0.7) = 20.5
+    assert all(600 - 5 * 20.5 < c < 600 + 5 * 20.5 for c in counts), counts
+    spm.write_sample(files, 100, str(tmp_path / "t"), 30)
+    spm.write_sample(files, 100, str(tmp_path / "u"), 30)
+    assert (tmp_path / "t").read_text() == (tmp_path / "u").read_text()
