@@ -25,6 +25,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from sacrebleu.metrics import BLEU
 
+from ..evaluation.outputs import SCORES
 from .loading import AnalysisError
 from .output import SYSTEM_COLOURS, Table, figure
 
@@ -161,7 +162,7 @@ def run_bleu(path: str, metric: str = "sacrebleu") -> Tuple[float, str]:
     if os.path.isfile(path):
         found = [path]
     else:
-        found = sorted(glob.glob(os.path.join(path, "scores.json")) or glob.glob(os.path.join(path, "**", "scores.json"), recursive=True))
+        found = sorted(glob.glob(os.path.join(path, SCORES)) or glob.glob(os.path.join(path, "**", SCORES), recursive=True))
     if len(found) != 1:
         what = "no scores.json" if not found else f"{len(found)} scores.json files ({', '.join(found[:3])}...)"
         raise AnalysisError(f"--run {path}: {what}; evaluate it with scripts/evaluate.sh, or name the scores.json file")

@@ -29,6 +29,7 @@ import sys
 from typing import Any, Sequence
 
 from . import scoring
+from .outputs import HYP_DETOK, HYP_TOK, REF_TOK, SCORES, generate_output
 from .average import average_checkpoints, last_checkpoints, save_checkpoint
 
 
@@ -236,26 +237,26 @@ def evaluate(a: argparse.Namespace) -> dict[str, Any]:
 
     tag = f"avg{a.avg_last}{'u' if a.avg_updates else ''}" if a.avg_last else os.path.splitext(a.checkpoint)[0]
     out = a.out or os.path.join(a.checkpoint_dir, f"eval-{a.subset}-{tag}")
-    if os.path.exists(os.path.join(out, "scores.json")) and not a.force:
+    if os.path.exists(os.path.join(out, SCORES)) and not a.force:
         raise EvalError(f"{out} already holds an evaluation (scores.json); pass --force to redo it, "
                         "or choose another --out")
     os.makedirs(out, exist_ok=True)
     checkpoint, averaged = resolve_checkpoint(a, out)
-    gen_txt = os.path.join(out, f"generate-{a.subset}.txt")
+    gen_txt = os.path.join(out, generate_output(a.subset))
     cmd = run_generate(a, checkpoint, src, tgt, remove_bpe, gen_txt)
     hyps, refs = parse_generate(gen_txt)
     if len(hyps) != n:
         raise EvalError(f"{gen_txt} has {len(hyps)} hypotheses for {n} sentences")
     refs = texts["tok_ref"] or refs
-    write_lines(os.path.join(out, scoring.HYP_TOK), hyps)
-    write_lines(os.path.join(out, "ref.tok.txt"), refs)
+    write_lines(os.path.join(out, HYP_TOK), hyps)
+    write_lines(os.path.join(out, REF_TOK), refs)
     hyp_detok = None
     if texts["detok_ref"] is not None:
         from localness_prep.tokenize import make_detokenizer
 
         detok = make_detokenizer(tgt)
         hyp_detok = [detok(h) for h in hyps]
-        write_lines(os.path.join(out, scoring.HYP_DETOK), hyp_detok)
+        write_lines(os.path.join(out, HYP_DETOK), hyp_detok)
     scores = scoring.score_all(hyps, refs, lowercase=lowercase, compound=compound, hyp_detok=hyp_detok,
                                ref_detok=texts["detok_ref"], lang=tgt, sacrebleu_tokenize=a.sacrebleu_tokenize,
                                baseline_tok=texts["base_tok"], baseline_detok=texts["base_detok"],
@@ -272,7 +273,7 @@ def evaluate(a: argparse.Namespace) -> dict[str, Any]:
     partial = os.path.join(out, "scores.json.partial")
     with open(partial, "w", encoding="utf-8") as f:
         json.dump(scores, f, indent=1, ensure_ascii=False)
-    os.replace(partial, os.path.join(out, "scores.json"))
+    os.replace(partial, os.path.join(out, SCORES))
     return scores
 
 

@@ -30,10 +30,11 @@ from typing import Any, Sequence
 from sacrebleu.metrics import BLEU, CHRF
 from sacrebleu.metrics.base import Metric
 
+from .outputs import HYP_DETOK, HYP_TOK
+
 # fairseq compound_split_bleu.sh: perl -ple 's{(\S)-(\S)}{$1 ##AT##-##AT## $2}g'
 _COMPOUND = re.compile(r"(\S)-(\S)")
 _SPLIT_HYPHEN = re.compile(r" (?:@-@|##AT##-##AT##) ")
-HYP_TOK, HYP_DETOK = "hyp.tok.txt", "hyp.detok.txt"
 
 
 def compound_split(line: str) -> str:

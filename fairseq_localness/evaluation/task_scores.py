@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from ..paths import USER_DIR
+from .outputs import SCORES
 
 #: the scores.json entry of each task
 TASK_METRIC = {"classification": "accuracy", "language_modeling": "ppl", "probing": "probing_accuracy",
@@ -248,7 +249,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     metric = TASK_METRIC[args.task]
     scores = {metric: record, "task": args.task, "subset": args.subset, "checkpoint": str(checkpoint)}
     # written last: reproduce treats a row whose scores.json exists as finished
-    (out / "scores.json").write_text(json.dumps(scores, indent=1) + "\n", encoding="utf-8")
+    (out / SCORES).write_text(json.dumps(scores, indent=1) + "\n", encoding="utf-8")
     print(f"{args.subset}: {metric} {scores[metric]['score']:.2f} -> {out / 'scores.json'}")
     return 0
 

@@ -21,6 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..evaluation.outputs import HYP_TOK
 from .cluster import (RECORD_NAME, SlurmOptions, add_slurm_arguments, append_record, job_entry, job_state,
                       make_executor, options_from_args, read_record, sbatch_script, wait_for)
 from .costs import gpu_hours, gpu_hours_table  # noqa: F401  (gpu_hours: re-exported for reproduce's users)
@@ -185,7 +186,7 @@ def submit_rows(args: argparse.Namespace, options: SlurmOptions, folder: Path, t
         base = plan.row.baseline
         if base and "--baseline-hyp" in command:
             base_job = new.get((base, "evaluate")) or active_entry(plans.get(base), "evaluate")
-            base_done = Path(command[command.index("--baseline-hyp") + 1], "hyp.tok.txt").exists()
+            base_done = Path(command[command.index("--baseline-hyp") + 1], HYP_TOK).exists()
             if base_job is not None:
                 after.append(base_job)
             elif not base_done:

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from ..evaluation.outputs import HYP_DETOK, HYP_TOK, REF_TOK, SCORES, generate_log, generate_output
 from ..paths import CONFIG_DIR, REPO, SCRIPTS_DIR, CheckoutError, require_checkout
 from ..provenance import checkout_of, machine_description, portable_paths
 from .launch import LaunchError, Launch, arch_configs, benchmark_values, benchmarks, model_keys, precision_overrides
@@ -55,6 +56,7 @@ from .tables import Row
 COMPARE_FILE = CONFIG_DIR / "compare.yaml"
 NORMS = ("pre", "post")
 EVAL_DIR = "eval-test"
+GENERATED, GENERATE_LOG = generate_output("test"), generate_log("test")  # fairseq-generate's, in EVAL_DIR
 #: fairseq-generate's closing line: "Translated 1,000 sentences (12,345 tokens) in 10.5s (95.0 sentences/s, 1175.3 tokens/s)"
 _TRANSLATED = re.compile(r"Translated ([\d,]+) sentences \(([\d,]+) tokens\) in ([\d.]+)s .*?([\d.]+) tokens/s\)")
 # fairseq's "simple" log format ("| valid | epoch 001 | ...") and fairseq-hydra-train's ("[valid][INFO] - epoch 001 | ...")
@@ -118,7 +120,7 @@ class Grid:
         return self.root / spec.norm / spec.arch / f"seed{spec.seed}"
 
     def scores_path(self, spec: RunSpec) -> Path:
-        return self.run_dir(spec) / EVAL_DIR / "scores.json"
+        return self.run_dir(spec) / EVAL_DIR / SCORES
 
     def finished(self, spec: RunSpec) -> bool:
         return self.scores_path(spec).is_file()
@@ -341,8 +343,8 @@ def run_one(grid: Grid, spec: RunSpec, index: int, progress: Progress) -> Option
 
 
 def decoding_speed(eval_dir: Path) -> Optional[float]:
-    """Target tokens per second of fairseq-generate's closing line (its log, generate-test.log)."""
-    for name in ("generate-test.log", "generate-test.txt"):
+    """Target tokens per second of fairseq-generate's closing line (in its log, else its output)."""
+    for name in (GENERATE_LOG, GENERATED):
         path = eval_dir / name
         matches = _TRANSLATED.findall(path.read_text(encoding="utf-8", errors="replace")) if path.is_file() else []
         if matches:
@@ -442,7 +444,7 @@ def scoring_settings(eval_dirs: Sequence[Path], lowercase: bool) -> Dict[str, An
     none records it (the data-bin's setting)."""
     settings: Dict[str, Any] = {}
     for eval_dir in eval_dirs:
-        path = Path(eval_dir) / "scores.json"
+        path = Path(eval_dir) / SCORES
         scores = json.loads(path.read_text(encoding="utf-8"))
         tokenized = scores.get("tokenized_bleu") or {}
         signature = dict(part.split(":", 1) for part in
@@ -482,8 +484,8 @@ def pooled_significance(system_dirs: Sequence[Path], baseline_dirs: Sequence[Pat
     Both scored as the runs' scores.json record (:func:`scoring_settings`; ``lowercase`` only where they do not).
     ``detok_ref``: the detokenised test reference to use when the one the runs' scores.json names is not on this
     machine (runs restored from a published grid): the grid's data-bin's."""
-    from ..evaluation.scoring import (BLEU, HYP_DETOK, HYP_TOK, compound_split, paired_bootstrap_over_sentences,
-                                      sacrebleu_tokenizer, tokenized_bleu_metric)
+    from ..evaluation.scoring import (BLEU, compound_split, paired_bootstrap_over_sentences, sacrebleu_tokenizer,
+                                      tokenized_bleu_metric)
 
     settings = scoring_settings([*system_dirs, *baseline_dirs], lowercase)
     prep = compound_split if settings["compound_split"] else (lambda line: line)
@@ -493,15 +495,15 @@ def pooled_significance(system_dirs: Sequence[Path], baseline_dirs: Sequence[Pat
 
     result = {"tokenized_bleu": paired_bootstrap_over_sentences(
         tokenized_bleu_metric(settings["lowercase"]), tokenized(system_dirs, HYP_TOK),
-        tokenized(baseline_dirs, HYP_TOK), tokenized(system_dirs, "ref.tok.txt"), "tokenized BLEU",
+        tokenized(baseline_dirs, HYP_TOK), tokenized(system_dirs, REF_TOK), "tokenized BLEU",
         samples).as_dict()}
     detok = [Path(d) / HYP_DETOK for d in [*system_dirs, *baseline_dirs]]
     if all(p.is_file() for p in detok):
-        scores = [json.loads((Path(d) / "scores.json").read_text(encoding="utf-8")) for d in system_dirs]
+        scores = [json.loads((Path(d) / SCORES).read_text(encoding="utf-8")) for d in system_dirs]
         named = scores[0].get("detok_ref")
         ref_file = named if named and Path(named).is_file() else detok_ref
         if named and not (ref_file and Path(ref_file).is_file()):
-            raise CompareError(f"{Path(system_dirs[0]) / 'scores.json'} names the detokenised reference {named}, "
+            raise CompareError(f"{Path(system_dirs[0]) / SCORES} names the detokenised reference {named}, "
                                "which is not here, and the data-bin's prep-info.json names none: prepare the "
                                "corpus again (its data-prep script) or rerun the evaluation")
         if ref_file:
@@ -703,7 +705,7 @@ PUBLISHED = ("table.md", "table.json", "runs.csv", "runs.json", "curves.csv", "f
 #: it (Multi30k's captions come with Flickr30k's research terms). A published run keeps the source length of
 #: every test sentence instead (SOURCE_LENGTHS, all that BLEU by length needs), and a restored run gets its
 #: reference back from the prepared corpus (prep-info.json's tok_ref, the file the evaluation scored against).
-TEST_TEXT_FILES = (f"{EVAL_DIR}/ref.tok.txt", f"{EVAL_DIR}/generate-test.txt")
+TEST_TEXT_FILES = (f"{EVAL_DIR}/{REF_TOK}", f"{EVAL_DIR}/{GENERATED}")
 SOURCE_LENGTHS = "source-lengths.txt"
 
 
@@ -712,12 +714,12 @@ def source_lengths(eval_dir: Path) -> List[int]:
     the evaluation has them, else from the published :data:`SOURCE_LENGTHS`."""
     from ..analyses.bleu import read_translations
 
-    generated = eval_dir / "generate-test.txt"
+    generated = eval_dir / GENERATED
     if generated.is_file():
         return [len(line.split()) for line in read_translations(str(generated), "S")]
     path = eval_dir / SOURCE_LENGTHS
     if not path.is_file():
-        raise CompareError(f"{eval_dir}: neither generate-test.txt nor {SOURCE_LENGTHS}: the source lengths of the "
+        raise CompareError(f"{eval_dir}: neither {GENERATED} nor {SOURCE_LENGTHS}: the source lengths of the "
                            "test set are lost; evaluate the run again")
     return [int(n) for n in path.read_text(encoding="utf-8").split()]
 
@@ -726,9 +728,9 @@ def run_bucket_bleu(eval_dir: Path, edges: Sequence[int], lowercase: bool) -> Di
     """Tokenised BLEU of one run per source-length bucket (words of the source as fairseq-generate prints it,
     after BPE removal): {bucket name: (sentences, BLEU)}; empty buckets are left out."""
     from ..analyses.bleu import bucket_members, bucket_name, buckets_of
-    from ..evaluation.scoring import HYP_TOK, read_lines, tokenized_bleu_metric
+    from ..evaluation.scoring import read_lines, tokenized_bleu_metric
 
-    hyps, refs = read_lines(str(eval_dir / HYP_TOK)), read_lines(str(eval_dir / "ref.tok.txt"))
+    hyps, refs = read_lines(str(eval_dir / HYP_TOK)), read_lines(str(eval_dir / REF_TOK))
     metric = tokenized_bleu_metric(lowercase)
     scores = {}
     for bucket, rows in bucket_members(source_lengths(eval_dir), buckets_of(edges)).items():
@@ -753,7 +755,7 @@ def bucket_significance(grid: Grid, records: List[Dict[str, Any]], edges: Sequen
     architectures that share no seed with it and buckets of fewer than :data:`MIN_BUCKET_TEST_SENTENCES` sentences
     are left out."""
     from ..analyses.bleu import bucket_members, bucket_name, buckets_of
-    from ..evaluation.scoring import HYP_TOK, paired_bootstrap_over_sentences, read_lines, tokenized_bleu_metric
+    from ..evaluation.scoring import paired_bootstrap_over_sentences, read_lines, tokenized_bleu_metric
 
     runs: Dict[Tuple[str, str], Dict[int, Path]] = {}
     for record in records:
@@ -785,7 +787,7 @@ def bucket_significance(grid: Grid, records: List[Dict[str, Any]], edges: Sequen
             pick = lambda eval_dir, name: [lines(eval_dir, name)[i] for i in rows]  # noqa: E731
             result.setdefault((norm, arch), {})[bucket_name(bucket)] = paired_bootstrap_over_sentences(
                 metric, [pick(seeds[k], HYP_TOK) for k in common], [pick(base[k], HYP_TOK) for k in common],
-                [pick(base[k], "ref.tok.txt") for k in common], "tokenized BLEU", samples)
+                [pick(base[k], REF_TOK) for k in common], "tokenized BLEU", samples)
     return result
 
 
@@ -855,8 +857,7 @@ def plot_buckets(means: Dict[Tuple[str, str], Dict[str, List[float]]], order: Li
 #: corpus's reference, enough to rebuild every table, the pooled significance test, the learning curves and the
 #: BLEU by length, and to count the run as finished
 RUN_FILES = ("trained", "result.json", "checkpoints/hydra_train.log", "checkpoints/.hydra/config.yaml",
-             f"{EVAL_DIR}/scores.json", f"{EVAL_DIR}/hyp.tok.txt", f"{EVAL_DIR}/hyp.detok.txt",
-             f"{EVAL_DIR}/generate-test.log", f"{EVAL_DIR}/{SOURCE_LENGTHS}")
+             *(f"{EVAL_DIR}/{name}" for name in (SCORES, HYP_TOK, HYP_DETOK, GENERATE_LOG, SOURCE_LENGTHS)))
 
 
 def training_checkout(run_dir: Path) -> Optional[str]:
@@ -899,7 +900,7 @@ def publish(grid: Grid, directory: Path) -> Path:
     for spec in finished_specs(grid):
         relative = grid.run_dir(spec).relative_to(grid.root)
         eval_dir = grid.run_dir(spec) / EVAL_DIR
-        if (eval_dir / "generate-test.txt").is_file() and not (eval_dir / SOURCE_LENGTHS).is_file():
+        if (eval_dir / GENERATED).is_file() and not (eval_dir / SOURCE_LENGTHS).is_file():
             (eval_dir / SOURCE_LENGTHS).write_text("".join(f"{n}\n" for n in source_lengths(eval_dir)), encoding="utf-8")
         for name in RUN_FILES:
             source = grid.run_dir(spec) / name
@@ -924,7 +925,7 @@ def restore_published(grid: Grid, directory: Path) -> List[RunSpec]:
     check_setup(grid, label_record(grid), source_root / "grid.json", f"--publish {source_root}")
     tok_ref = read_prep_info(str(grid.data_bin)).get("tok_ref") if grid.data_bin.is_dir() else None
     missing: List[Tuple[RunSpec, Path]] = []
-    for scores in sorted(source_root.glob(f"*/*/seed*/{EVAL_DIR}/scores.json")):
+    for scores in sorted(source_root.glob(f"*/*/seed*/{EVAL_DIR}/{SCORES}")):
         run_dir = scores.parent.parent
         norm, arch, seed = run_dir.parent.parent.name, run_dir.parent.name, run_dir.name[len("seed"):]
         if norm not in NORMS or not seed.isdigit():
@@ -942,7 +943,7 @@ def restore_published(grid: Grid, directory: Path) -> List[RunSpec]:
             if (run_dir / name).is_file():
                 (grid.run_dir(spec) / name).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(run_dir / name, grid.run_dir(spec) / name)
-        shutil.copyfile(tok_ref, grid.run_dir(spec) / EVAL_DIR / "ref.tok.txt")
+        shutil.copyfile(tok_ref, grid.run_dir(spec) / EVAL_DIR / REF_TOK)
     restored = [spec for spec, _ in missing]
     if restored and not (grid.root / "grid.json").is_file() and (source_root / "grid.json").is_file():
         shutil.copyfile(source_root / "grid.json", grid.root / "grid.json")
@@ -1067,7 +1068,7 @@ def finished_specs(grid: Grid) -> List[RunSpec]:
     """Every finished run under WORK/LABEL, this invocation's grid or an earlier one's (the same recipe and data,
     :func:`claim_label`): ``--archs norm --norm post`` adds a column to the same table."""
     specs = []
-    for scores in sorted(grid.root.glob(f"*/*/seed*/{EVAL_DIR}/scores.json")):
+    for scores in sorted(grid.root.glob(f"*/*/seed*/{EVAL_DIR}/{SCORES}")):
         run_dir = scores.parent.parent
         norm, arch, seed = run_dir.parent.parent.name, run_dir.parent.name, run_dir.name[len("seed"):]
         if norm in NORMS and seed.isdigit():

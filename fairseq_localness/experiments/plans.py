@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
+from ..evaluation.outputs import SCORES
 from ..paths import SCRIPTS_DIR
 from .fairseq_options import parser_error, setting_task_flags
 from .launch import Launch
@@ -63,7 +64,7 @@ class RowPlan:
 
     @property
     def scores(self) -> Path:
-        return self.eval_dir / "scores.json"
+        return self.eval_dir / SCORES
 
 
 def plan_row(row: Row, tables: Dict, work: Path, data_root: Path, gpus: int = 0, cpu_procs: int = 1,

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from . import report
+from ..evaluation.outputs import HYP_TOK
 from ..paths import CheckoutError, require_checkout
 from .launch import precision_overrides
 from .fairseq_options import parser_error, setting_task_flags  # noqa: F401  (re-exported: reproduce's vocabulary)
@@ -211,7 +212,7 @@ def main(argv: Sequence[str]) -> int:
             continue
         evaluate = list(plan.evaluate)
         base_plan = plans.get(row.baseline or "")
-        if base_plan is not None and "--baseline-hyp" in evaluate and not (base_plan.eval_dir / "hyp.tok.txt").exists():
+        if base_plan is not None and "--baseline-hyp" in evaluate and not (base_plan.eval_dir / HYP_TOK).exists():
             cut = evaluate.index("--baseline-hyp")
             del evaluate[cut:cut + 2]
             print(f"NOTE {row.id}: baseline {row.baseline} has no translations yet; no significance test")

@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from ..evaluation.outputs import SCORES
+
 
 _PARAMS = re.compile(r"num\. (?:shared )?model params: ([\d,]+)")
 _TRAIN_EPOCH = re.compile(r"\[train\]\[INFO\] - epoch \d+ \|.*?\| wps ([\d.]+) \|.*?\| num_updates (\d+)")
@@ -238,7 +240,7 @@ def compare_main(argv: Sequence[str]) -> int:
         name, dirs = spec.split("=", 1)
         save_dir, eval_dir = dirs.split(":", 1)
         run = stats(Path(save_dir))
-        scores_path = Path(eval_dir) / "scores.json"
+        scores_path = Path(eval_dir) / SCORES
         scores = json.loads(scores_path.read_text()) if scores_path.exists() else {}
         rows.append((name, run, scores))
     lines = ["| model | sacreBLEU | chrF | tokenized BLEU | parameters | training speed (words/s) | updates |",
