@@ -74,6 +74,12 @@ def test_mean_and_sample_sd_by_hand():
     assert compare.mean_sd([1.0, None, 3.0]) == (2.0, pytest.approx(2 ** 0.5))
 
 
+def test_progress_rate_counts_from_the_first_log_line_and_has_none_there():
+    # a run resumed at update 400 logs update 400 first: no rate yet (it used to print 0.00 updates/s)
+    assert compare.update_rate((400, 100.0), 400, 160.0) is None
+    assert compare.update_rate((400, 100.0), 600, 900.0) == 200 / 800
+
+
 def test_training_speed_is_the_update_weighted_median_of_the_epochs(tmp_path):
     """The speed column's wps: epochs of 126 updates at 3,000, 2,800 and 2,900 wps, one paused epoch at 200 and a
     resumed partial epoch of 10 updates at 100. Sorted: 100 (10), 200 (126), 2,800 (126), 2,900 (126), 3,000 (126);

@@ -277,6 +277,15 @@ def _duration(seconds: float) -> str:
     return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
 
 
+def update_rate(first: Tuple[int, float], updates: int, now: float) -> Optional[float]:
+    """Updates per second since ``first``, the (updates, time) of the run's first log line in this process; None
+    at that line itself (a resumed run's first line can fall on a reporting step: it has no rate yet)."""
+    first_updates, first_time = first
+    if updates <= first_updates:
+        return None
+    return (updates - first_updates) / max(now - first_time, 1e-6)
+
+
 def run_one(grid: Grid, spec: RunSpec, index: int, progress: Progress) -> Optional[str]:
     """Train (or resume) and evaluate one run; the failure text, or None."""
     start = time.time()
@@ -307,9 +316,8 @@ def run_one(grid: Grid, spec: RunSpec, index: int, progress: Progress) -> Option
                 updates = int(match.group(2))
                 if state["first"] is None:
                     state["first"] = (updates, time.time())
-                if updates % 200 == 0:
-                    first_updates, first_time = state["first"]
-                    rate = (updates - first_updates) / max(time.time() - first_time, 1e-6)
+                rate = update_rate(state["first"], updates, time.time())
+                if updates % 200 == 0 and rate is not None:
                     progress.say(f"{tag}: epoch {match.group(1)}, update {updates} ({rate:.2f} updates/s)")
             match = VALID_LINE.search(line)
             if match:
