@@ -29,8 +29,8 @@ import sys
 from typing import Any, Sequence
 
 from . import scoring
-from .outputs import HYP_DETOK, HYP_TOK, REF_TOK, SCORES, generate_output
 from .average import average_checkpoints, last_checkpoints, save_checkpoint
+from .outputs import HYP_DETOK, HYP_TOK, REF_TOK, SCORES, generate_output
 
 
 class EvalError(Exception):
@@ -238,7 +238,7 @@ def evaluate(a: argparse.Namespace) -> dict[str, Any]:
     tag = f"avg{a.avg_last}{'u' if a.avg_updates else ''}" if a.avg_last else os.path.splitext(a.checkpoint)[0]
     out = a.out or os.path.join(a.checkpoint_dir, f"eval-{a.subset}-{tag}")
     if os.path.exists(os.path.join(out, SCORES)) and not a.force:
-        raise EvalError(f"{out} already holds an evaluation (scores.json); pass --force to redo it, "
+        raise EvalError(f"{out} already holds an evaluation ({SCORES}); pass --force to redo it, "
                         "or choose another --out")
     os.makedirs(out, exist_ok=True)
     checkpoint, averaged = resolve_checkpoint(a, out)

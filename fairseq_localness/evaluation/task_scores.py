@@ -250,7 +250,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     scores = {metric: record, "task": args.task, "subset": args.subset, "checkpoint": str(checkpoint)}
     # written last: reproduce treats a row whose scores.json exists as finished
     (out / SCORES).write_text(json.dumps(scores, indent=1) + "\n", encoding="utf-8")
-    print(f"{args.subset}: {metric} {scores[metric]['score']:.2f} -> {out / 'scores.json'}")
+    print(f"{args.subset}: {metric} {scores[metric]['score']:.2f} -> {out / SCORES}")
     return 0
 
 
