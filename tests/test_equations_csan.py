@@ -130,11 +130,20 @@ def test_2d_area_is_one_softmax_over_window_and_adjacent_heads(attn_type, decode
     assert_attention(attention, x, weights, out, rows, key_padding_mask=padding, attn_mask=mask)
 
 
-def test_2d_edge_heads_see_fewer_heads_only_when_dropping():
-    """Head 1's area is heads {1, 2} (drop) or {4, 1, 2} (wrap): the two differ exactly at the edge heads."""
+@pytest.mark.parametrize("implementation", ["dense", "banded"])
+def test_2d_edge_heads_see_fewer_heads_only_when_dropping(implementation):
+    """Head 1's area is heads {1, 2} (drop) or {4, 1, 2} (wrap): the module's outputs for the two edge choices
+    differ exactly at the edge heads (identity projections: head h's output is its own slice of the output)."""
     x, padding = inputs(8, "encoder", seed=2)
-    support = window("encoder", 1, 1)
-    drop, _ = hand_area_attention(x, 4, support, [-1, 0, 1], wrap=False)
-    wrap, _ = hand_area_attention(x, 4, support, [-1, 0, 1], wrap=True)
-    torch.testing.assert_close(drop[:, 1:3], wrap[:, 1:3])
-    assert (drop[:, 0] - wrap[:, 0]).abs().max() > 1e-3 and (drop[:, 3] - wrap[:, 3]).abs().max() > 1e-3
+    outputs = {}
+    for edge in ("drop", "wrap"):
+        options = Csan2dOptions(window=3, implementation=implementation, block_size=3, heads=3, head_edge=edge,
+                                attention="encoder")
+        attention = identity_attention([(Csan2d, options)], dim=8, heads=4, attn_type="encoder")
+        out, _ = attention(x, x, x, key_padding_mask=padding, need_weights=False)
+        outputs[edge] = out.view(x.size(0), x.size(1), 4, 2)  # (T, B, heads, head dim)
+    real = {b: list(real_positions(b, "encoder")) for b in (0, 1)}
+    for b, queries in real.items():
+        drop, wrap = outputs["drop"][queries, b], outputs["wrap"][queries, b]
+        torch.testing.assert_close(drop[:, 1:3], wrap[:, 1:3])
+        assert (drop[:, 0] - wrap[:, 0]).abs().max() > 1e-3 and (drop[:, 3] - wrap[:, 3]).abs().max() > 1e-3

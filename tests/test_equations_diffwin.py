@@ -157,8 +157,10 @@ def test_window_attention_from_the_definition(attn_type, mode, masking, renormal
     assert_attention(attention, x, weights, out, rows, key_padding_mask=padding, attn_mask=mask, keys=keys, atol=2e-5)
 
 
-def test_segment_window_is_constant_per_segment_counted_from_the_first_real_token():
-    """Segments of 3 in a left-padded row: buffer keys {2,3,4} and {5,6} (positions 0-2, 3-4) share one value."""
+def test_the_hand_segment_window_is_constant_per_segment_counted_from_the_first_real_token():
+    """The reference that test_window_attention_from_the_definition compares the module with: segments of 3 in a
+    left-padded row, buffer keys {2,3,4} and {5,6} (positions 0-2, 3-4), share one value. This checks the reference;
+    the module's own segment mask is checked in tests/test_diffwin.py (test_segment_mask_is_constant_within_segments)."""
     attention, method, x, keys, padding = make("encoder", masking="segment", segment_size=3, mode="mul")
     window = hand_window(method, x, keys, 1, 0, 4, "encoder", 3)
     assert window[2] == pytest.approx(window[3]) == pytest.approx(window[4])

@@ -39,7 +39,7 @@ def recorded(monkeypatch):
         calls["generate"] = {"beam": a.beam, "lenpen": a.lenpen, "remove_bpe": remove_bpe, "src": src, "tgt": tgt}
         with open(out_txt, "w") as out:
             for i in range(SENTENCES):
-                out.write(f"T-{i}\tgenerated-ref {i}\nH-{i}\t-0.5\thyp a-b {i}\n")
+                out.write(f"T-{i}\tgenerated-ref {i}\nH-{i}\t-0.5\tx y z w a-b {i}\n")
         return ["fairseq-generate", "(stub)"]
 
     real_score_all = scoring.score_all
@@ -92,14 +92,18 @@ def test_without_prep_info_nothing_is_assumed(eval_dirs, recorded):
 
 
 def test_compound_split_changes_the_score_as_expected(eval_dirs, recorded):
-    """'a-b' is split into 'a ##AT##-##AT## b' on both sides only with compound splitting on."""
+    """'a-b' is split into 'a ##AT##-##AT## b' on both sides only with compound splitting on. Every sentence is
+    'x y z w a-b i' against the reference 'x y z w a-c i', so BLEU's n-gram precisions are, by hand:
+    plain (6 tokens)  5/6, 3/5, 2/4, 1/3: BLEU = 100 * (1/12) ** (1/4) = 53.73;
+    split (8 tokens)  7/8, 5/7, 4/6, 3/5: BLEU = 100 * (1/4) ** (1/4) = 70.71 (no brevity penalty either way)."""
     data_bin, checkpoints = eval_dirs
-    info = dict(PREP_INFO, lowercased=False)
-    (data_bin / "prep-info.json").write_text(json.dumps(info))
-    split = run_evaluate(checkpoints, data_bin)
-    plain = run_evaluate(checkpoints, data_bin, "--no-compound-split")
-    assert split != plain
-    assert scoring.compound_split("hyp a-b 0") == "hyp a ##AT##-##AT## b 0"
+    (data_bin / "prep-info.json").write_text(json.dumps(dict(PREP_INFO, lowercased=False)))
+    (data_bin.parent / "tok" / "test.tgt").write_text("".join(f"x y z w a-c {i}\n" for i in range(SENTENCES)))
+    split = run_evaluate(checkpoints, data_bin)["tokenized_bleu"]
+    plain = run_evaluate(checkpoints, data_bin, "--no-compound-split")["tokenized_bleu"]
+    assert (split["compound_split"], plain["compound_split"]) == (True, False)
+    assert split["score"] == pytest.approx(100 * (1 / 4) ** (1 / 4), abs=0.01)
+    assert plain["score"] == pytest.approx(100 * (1 / 12) ** (1 / 4), abs=0.01)
 
 
 # --- the decoding each paper-table row passes to evaluation -------------------------------------------------------

@@ -115,8 +115,10 @@ def test_gaussian_attention_from_eq_4_to_9(attn_type, strategy):
     assert_attention(attention, x, weights, out, rows(attn_type), key_padding_mask=padding, attn_mask=mask)
 
 
-def test_layer_window_uses_the_mean_key_not_the_sum():
-    """With K_bar the sum of the keys the layer-specific window would differ (the data are chosen so)."""
+def test_the_layer_case_data_tell_the_mean_key_from_the_sum():
+    """The data of test_gaussian_attention_from_eq_4_to_9's 'layer' case give another window with K_bar the sum of
+    the keys than with their mean (Eq. 9), so that test, which compares the module with the mean, fails if the
+    module used the sum. This checks the test's data, not the module."""
     options = GaussianOptions(window="layer")
     attention = identity_attention([(GaussianLocalness, options)], DIM, HEADS, "encoder")
     method = attention.locality[0]
