@@ -100,6 +100,10 @@ def test_imdb_dev_split_is_seeded(tmp_path):
         picks[name] = (tmp_path / name / "input0" / "valid.txt").read_text()
         assert lines(tmp_path / name / "label" / "valid.txt") == ["0", "1", "1"]  # 3 // 2 neg, the rest pos
     assert picks["a"] == picks["b"] and picks["c"] == picks["d"]
+    # and the seed is what decides: other seeds draw other reviews (a fixed or ignored seed would draw one set)
+    for seed in range(8):
+        split_imdb(str(raw), str(tmp_path / f"seed{seed}"), dev_size=3, seed=seed, by="review")
+    assert len({(tmp_path / f"seed{seed}" / "input0" / "valid.txt").read_text() for seed in range(8)}) > 1
     for cls in MOVIES:  # every review in one movie: it does not fit a 1 + 1 dev set (an error, not half a movie)
         (raw / "train" / f"urls_{cls}.txt").write_text("http://www.imdb.com/title/tt7/usercomments\n" * 11)
     with pytest.raises(CheckError, match="whole movies of the training set do not add up"):
