@@ -248,6 +248,19 @@ def test_outputs_are_never_overwritten_unless_asked(tmp_path):
         Outputs(str(tmp_path)).write("x", table)
     Outputs(str(tmp_path), overwrite=True).write("x", Table(["a"], [{"a": 2}]))
     assert (tmp_path / "x.csv").read_text() == "a\n2\n"
+    # an extra table that exists stops the write before anything is written, and the command checks it up front
+    (tmp_path / "y-samples.csv").write_text("mine\n")
+    with pytest.raises(AnalysisError, match="y-samples.csv exists"):
+        Outputs(str(tmp_path)).write("y", table, extra_tables={"samples": table})
+    assert not (tmp_path / "y.csv").exists() and (tmp_path / "y-samples.csv").read_text() == "mine\n"
+    from fairseq_localness.analyses import cli
+
+    with pytest.raises(AnalysisError, match="y-samples.csv exists"):
+        cli.main(["gaussian-scopes", "--checkpoint", str(tmp_path / "none.pt"), "--data", str(tmp_path),
+                  "--out", str(tmp_path), "--name", "y"])
+    (tmp_path / "file").write_text("mine\n")
+    with pytest.raises(AnalysisError, match="--out .*file is a file"):
+        Outputs(str(tmp_path / "file")).check("x")
 
 
 @torch.no_grad()
@@ -268,3 +281,23 @@ def test_plain_transformer_attention_is_captured_per_head(corpus):
     assert float(weights.masked_fill(real[:, None, None, :], 0).abs().max()) == 0.0  # nothing on padding keys
     assert not torch.allclose(weights[:, 0], weights[:, 1])  # heads differ: not one averaged map
     assert tiny.model.encoder.layers[0].self_attn.skip_embed_dim_check is False  # restored
+
+
+def test_bad_values_are_refused_when_the_arguments_are_read(tmp_path, capsys):
+    """A device, head, layer or sacreBLEU tokenizer that cannot work stops the command before any checkpoint is read,
+    with the flag named (it used to surface as a traceback after loading, or draw a wrong head silently)."""
+    from fairseq_localness.analyses import cli
+
+    checkpoint = ["--checkpoint", str(tmp_path / "missing.pt"), "--out", str(tmp_path / "out")]
+    for argv, flag, why in ((["attention-heatmap", *checkpoint, "--device", "gpu"], "--device", "is not a device"),
+                            (["attention-heatmap", *checkpoint, "--head", "0"], "--head", "counted from 1"),
+                            (["attention-heatmap", *checkpoint, "--layer", "0"], "--layer", "counted from 1"),
+                            (["diffwin-windows", *checkpoint, "--head", "-1"], "--head", "counted from 1"),
+                            (["ngram-gap", "--hyp", "a=x", "--baseline", "x", "--ref", "x", "--tokenize", "bogus"],
+                             "--tokenize", "not a sacreBLEU tokenizer: none, zh, 13a")):
+        with pytest.raises(SystemExit) as exit:
+            cli.main(argv)
+        assert exit.value.code == 2
+        error = capsys.readouterr().err
+        assert f"argument {flag}" in error and why in error, error
+    assert not (tmp_path / "out").exists()

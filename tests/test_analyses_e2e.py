@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from fairseq_localness.analyses.cli import ANALYSES, main
+from fairseq_localness.analyses.loading import AnalysisError
 from localness_testing import REPO, preprocess, run, train_command, write_synthetic_corpus
 
 #: name: (architecture, extra flags); the first holds three methods so that one training serves three analyses
@@ -75,6 +76,13 @@ def test_every_analysis_writes_figure_and_numbers(trained, tmp_path):
     # a second run keeps what the first wrote
     with pytest.raises(Exception, match="exists; pass --overwrite"):
         main(["head-windows", "--out", str(out), "--checkpoint", ckpt["head"]])
+    # one head of the soft windows; a head the model lacks is refused before the pass, and nothing is written
+    diffwin = ["diffwin-windows", "--checkpoint", ckpt["query"], "--sentences", "0", *data]
+    main([*diffwin, "--out", str(out / "head"), "--name", "d", "--head", "2"])
+    assert (out / "head" / "d.png").stat().st_size > 0
+    with pytest.raises(AnalysisError, match="--head 99: diffwin_enc has 4 heads"):
+        main([*diffwin, "--out", str(out / "head99"), "--head", "99"])
+    assert not (out / "head99").exists()
 
 
 def test_command_line_door_reports_a_missing_method(trained, tmp_path):

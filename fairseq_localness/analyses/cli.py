@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..paths import USER_DIR
-from .loading import AnalysisError, LoadedModel, PassOptions, load_checkpoint, parse_labelled
+from .loading import AnalysisError, LoadedModel, PassOptions, load_checkpoint, parse_labelled, require_method
 from .output import Outputs
 
 
@@ -25,6 +25,40 @@ class Analysis:
     needs_checkpoint: bool
     add_arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace, Outputs], Dict[str, str]]
+    extra_tables: Tuple[str, ...] = ()  # the keys of the NAME-KEY.csv tables it writes beside NAME.csv
+
+
+def _one_based(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value}: heads and layers are counted from 1")
+    return value
+
+
+def _device(text: str) -> str:
+    """A torch device name, checked when the arguments are read (before any checkpoint is loaded)."""
+    if text == "auto":
+        return text
+    import torch
+
+    try:
+        torch.device(text)
+    except RuntimeError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a device: auto, cpu, cuda, cuda:1, ...") from None
+    if text.startswith("cuda") and not torch.cuda.is_available():
+        raise argparse.ArgumentTypeError(f"{text}: no CUDA device is available here (use cpu)")
+    return text
+
+
+def _sacrebleu_tokenizer(text: str) -> str:
+    from sacrebleu.metrics.bleu import BLEU
+
+    if text not in BLEU.TOKENIZERS:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a sacreBLEU tokenizer: {', '.join(BLEU.TOKENIZERS)}")
+    return text
 
 
 def _ints(text: str) -> List[int]:
@@ -145,7 +179,7 @@ def _run_mass(args, out: Outputs):
 def _args_diffwin(parser):
     parser.add_argument("--method", default="diffwin_enc", choices=("diffwin_enc", "diffwin_dec", "diffwin_cross"))
     parser.add_argument("--sentences", type=_ints, default=[0], help="sentence ids of --split to draw (default: 0)")
-    parser.add_argument("--head", type=int, default=None, help="draw this head's mask (default: the mean over heads)")
+    parser.add_argument("--head", type=_one_based, default=None, help="draw this head's mask (default: the mean over heads)")
 
 
 def _run_diffwin(args, out: Outputs):
@@ -154,6 +188,10 @@ def _run_diffwin(args, out: Outputs):
     models = _models(args)
     if len(models) != 1:
         raise AnalysisError("diffwin-windows: give one --checkpoint")
+    if args.head is not None:  # before the pass over the split
+        heads = require_method(models[0], "diffwin-windows", args.method)[0][0].spec.num_heads
+        if args.head > heads:
+            raise AnalysisError(f"--head {args.head}: {args.method} has {heads} heads")
     windows = collect_soft_windows(models[0], _pass(args), args.method, args.sentences)
     table, fig = soft_window_outputs(models[0].label, args.method, windows, args.head)
     return out.write(args.name, table, fig)
@@ -161,8 +199,8 @@ def _run_diffwin(args, out: Outputs):
 
 def _args_heatmap(parser):
     parser.add_argument("--attention", default="encoder", choices=("encoder", "decoder", "cross"))
-    parser.add_argument("--layer", type=int, default=1, help="1-based layer")
-    parser.add_argument("--head", type=int, default=None, help="1-based head (default: the mean over heads)")
+    parser.add_argument("--layer", type=_one_based, default=1, help="1-based layer")
+    parser.add_argument("--head", type=_one_based, default=None, help="1-based head (default: the mean over heads)")
     parser.add_argument("--sentence", type=int, default=0, help="sentence id in --split")
 
 
@@ -182,7 +220,8 @@ def _args_ngram(parser):
     parser.add_argument("--baseline", required=True, help="the baseline's translations")
     parser.add_argument("--ref", required=True, help="references (plain text or fairseq-generate output's T- lines)")
     parser.add_argument("--max-order", type=int, default=8, help="highest n-gram order (papers: 8)")
-    parser.add_argument("--tokenize", default="13a", help="sacreBLEU tokenizer (13a, zh, intl, none for tokenised text, ...)")
+    parser.add_argument("--tokenize", type=_sacrebleu_tokenizer, default="13a",
+                        help="sacreBLEU tokenizer (13a, zh, intl, none for tokenised text, ...)")
 
 
 def _run_ngram(args, out: Outputs):
@@ -197,7 +236,7 @@ def _args_length(parser):
     parser.add_argument("--ref", required=True)
     parser.add_argument("--source", help="source sentences, for source-length buckets (default: reference length)")
     parser.add_argument("--buckets", type=_ints, default=[10, 20, 30, 40, 50], help="upper bucket edges in words")
-    parser.add_argument("--tokenize", default="13a", help="sacreBLEU tokenizer")
+    parser.add_argument("--tokenize", type=_sacrebleu_tokenizer, default="13a", help="sacreBLEU tokenizer")
 
 
 def _run_length(args, out: Outputs):
@@ -264,7 +303,7 @@ ANALYSES: Dict[str, Analysis] = {
     "head-windows": Analysis("learned window D_m = N sigmoid(z_m) of every head and layer", "Yang 2018 Fig. 2", True,
                              _no_arguments, _run_head_windows),
     "gaussian-scopes": Analysis("predicted centre P and window D per layer: scatter and histogram", "Yang 2018 Fig. 3", True,
-                                _args_scopes, _run_scopes),
+                                _args_scopes, _run_scopes, extra_tables=("samples",)),
     "ngram-gap": Analysis("n-gram precision gap over a baseline, n = 1..8 (text files)", "Yang 2018 Fig. 4, Yang 2019 Fig. 3",
                           False, _args_ngram, _run_ngram),
     "window-sweep": Analysis("BLEU against the CSAN window M / 2D heads N over run directories", "Yang 2019 Fig. 2", False,
@@ -302,7 +341,7 @@ def build_parser() -> argparse.ArgumentParser:
             sub.add_argument("--max-tokens", type=int, default=4096, help="tokens per batch")
             sub.add_argument("--batch-size", type=int, default=None, help="sentences per batch")
             sub.add_argument("--max-sentences", type=int, default=None, help="read only this many sentences")
-            sub.add_argument("--device", default="auto", help="auto (GPU when available), cpu, cuda, cuda:1, ...")
+            sub.add_argument("--device", type=_device, default="auto", help="auto (GPU when available), cpu, cuda, cuda:1, ...")
             sub.add_argument("--user-dir", default=str(USER_DIR), help="the plugin directory, as fairseq's --user-dir")
             sub.add_argument("--quiet", action="store_true", help="no progress output")
         analysis.add_arguments(sub)
@@ -317,8 +356,9 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, str]:
             print(f"{name:18s} {analysis.paper:34s} {analysis.help}")
         return {}
     out = Outputs(args.out, overwrite=args.overwrite)
-    out.check(args.name)  # before any long pass
-    written = ANALYSES[args.analysis].run(args, out)
+    analysis = ANALYSES[args.analysis]
+    out.check(args.name, [out.extra_table_name(args.name, key) for key in analysis.extra_tables])  # before any long pass
+    written = analysis.run(args, out)
     for kind, path in written.items():
         print(f"{kind:12s} {path}")
     return written

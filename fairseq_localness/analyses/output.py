@@ -101,8 +101,15 @@ class Outputs:
     def paths(self, name: str) -> Dict[str, str]:
         return {ext: os.path.join(self.directory, f"{name}.{ext}") for ext in ("png", "csv", "md")}
 
+    @staticmethod
+    def extra_table_name(name: str, key: str) -> str:
+        """The file of ``write``'s extra table ``key``, relative to the directory."""
+        return f"{name}-{key}.csv"
+
     def check(self, name: str, extra: Sequence[str] = ()) -> None:
-        """Fail before any work if an output exists and --overwrite was not given."""
+        """Fail before any work if an output exists and --overwrite was not given, or --out is not a directory."""
+        if os.path.exists(self.directory) and not os.path.isdir(self.directory):
+            raise AnalysisError(f"--out {self.directory} is a file, not a directory: choose another --out")
         targets = list(self.paths(name).values()) + [os.path.join(self.directory, e) for e in extra]
         existing = [p for p in targets if os.path.exists(p)]
         if existing and not self.overwrite:
@@ -112,7 +119,7 @@ class Outputs:
         """Write NAME.csv, NAME.md (and NAME.png from ``fig``); ``extra_tables`` go to NAME-KEY.csv."""
         os.makedirs(self.directory, exist_ok=True)
         paths = self.paths(name)
-        self.check(name)
+        self.check(name, [self.extra_table_name(name, key) for key in extra_tables or {}])  # before writing any
         write_csv(paths["csv"], table)
         with open(paths["md"], "w", encoding="utf-8") as f:
             f.write(markdown(table))
@@ -122,9 +129,7 @@ class Outputs:
         else:
             paths.pop("png")
         for key, extra in (extra_tables or {}).items():
-            path = os.path.join(self.directory, f"{name}-{key}.csv")
-            if os.path.exists(path) and not self.overwrite:
-                raise AnalysisError(f"{path} exists; pass --overwrite to replace it")
+            path = os.path.join(self.directory, self.extra_table_name(name, key))
             write_csv(path, extra)
             paths[f"csv:{key}"] = path
         self.written.extend(paths.values())
