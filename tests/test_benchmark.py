@@ -110,6 +110,17 @@ def test_unknown_arch_lists_close_matches(capsys):
     assert "transformer_iwslt_de_en" in err
 
 
+def test_an_existing_result_file_is_refused_before_anything_is_measured(capsys, tmp_path):
+    mine = tmp_path / "mine.json"
+    mine.write_text("{}\n")
+    for flag in ("--json", "--run-json"):
+        rc, err = run_main(capsys, "--archs", "transformer", "--seq-lens", "8", "--device", "cpu", flag, str(mine))
+        assert rc == 2 and f"{flag} {mine} exists; pass --overwrite" in err
+    assert mine.read_text() == "{}\n"
+    rc, err = run_main(capsys, "--archs", "transformer", "--json", str(tmp_path))
+    assert rc == 2 and "is a directory" in err
+
+
 def test_bad_seq_len_is_a_clear_error(capsys):
     rc, err = run_main(capsys, "--archs", "transformer", "--seq-lens", "64,x")
     assert rc == 2 and "--seq-lens" in err and "'x'" in err

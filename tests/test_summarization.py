@@ -245,6 +245,24 @@ def test_lead3_by_hand(tmp_path):
     assert (tmp_path / "lead3.txt").read_text() == 'He left. She stayed! "Why?"\nx . y .\n'
 
 
+def test_rouge_and_lead3_doors_name_the_bad_input(tmp_path, capsys):
+    """A missing file, a file that is not fairseq-generate output, or --sentences 0: one error line that names
+    the file or the flag, no traceback, nothing written."""
+    for argv, says in ((["--references", str(tmp_path / "none.txt"), "--summaries", str(tmp_path / "none.txt")],
+                        "none.txt"),
+                       (["--generate-output", str(tmp_path / "plain.txt")], "plain.txt: not a fairseq-generate output")):
+        (tmp_path / "plain.txt").write_text("just text\n")
+        with pytest.raises(SystemExit) as exit:
+            score.main(argv)
+        assert exit.value.code == 1 and says in capsys.readouterr().err
+    for argv, says in (([str(tmp_path / "none.txt"), str(tmp_path / "out.txt")], "none.txt: no such file"),
+                       ([str(tmp_path / "plain.txt"), str(tmp_path / "out.txt"), "--sentences", "0"], "--sentences 0")):
+        with pytest.raises(SystemExit) as exit:
+            lead3.main(argv)
+        assert exit.value.code == 2 and says in capsys.readouterr().err
+    assert not (tmp_path / "out.txt").exists()
+
+
 # ---------------------------------------------------------------- data-prep
 
 def test_wordpiece_tokeniser_by_hand():

@@ -43,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run-json", metavar="PATH",
                    help="also write the run as JSON: the records with the date, machine, load average and command "
                         "(the format of docs/results/benchmark/, which the docs' tables are generated from)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --json / --run-json file")
     p.add_argument("--baseline", metavar="ARCH",
                    help="reference for every arch, instead of the transformer of the "
                         "same size derived from the name suffix")
@@ -251,7 +252,24 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 1
 
 
+def check_outputs(opts) -> None:
+    """Before anything is measured: the --json / --run-json files can be written and replace nothing a user has."""
+    for flag, path in (("--json", opts.json), ("--run-json", opts.run_json)):
+        if not path:
+            continue
+        if os.path.isdir(path):
+            raise BenchmarkError(f"{flag} {path} is a directory; give a file name")
+        if os.path.exists(path) and not opts.overwrite:
+            raise BenchmarkError(f"{flag} {path} exists; pass --overwrite to replace it, or choose another file")
+        parent = os.path.dirname(os.path.abspath(path))
+        while not os.path.exists(parent):
+            parent = os.path.dirname(parent)
+        if not os.path.isdir(parent):
+            raise BenchmarkError(f"{flag} {path}: {parent} is a file, not a directory")
+
+
 def drive(opts) -> int:
+    check_outputs(opts)
     if not opts.list_archs:
         if not opts.archs:
             raise BenchmarkError("--archs is required (see --list-archs)")
@@ -331,12 +349,7 @@ def drive(opts) -> int:
         f" (1-minute load average {load_before:.1f} before, {settings['loadavg_after']:.1f} after)")
     print(f"total {time.perf_counter() - t_start:.1f} s{load}")
     if opts.json:
-        parent = os.path.dirname(os.path.abspath(opts.json))
-        os.makedirs(parent, exist_ok=True)
-        with open(opts.json, "w") as f:
-            json.dump(records, f, indent=2)
-            f.write("\n")
-        print(f"wrote {opts.json}")
+        write_json(opts.json, records)
     if opts.run_json:
         write_run_json(opts, records, settings, started, load_before, settings["loadavg_after"])
     return 0

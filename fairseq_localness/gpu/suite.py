@@ -188,7 +188,8 @@ SMOKE_MODEL = ["--encoder-layers", "3", "--decoder-layers", "3", "--encoder-embe
 def stage_benchmark(out: Path, families: Sequence[str], dtype: str, rounds: int, seq_lens: str, cpu: bool,
                     decode_len: int) -> dict:
     bench = [sys.executable, str(REPO / "scripts" / "benchmark.py"), "--archs", ",".join(families), "--seq-lens", seq_lens,
-             "--dtype", dtype, "--device", "cpu" if cpu else "cuda", "--max-len", str(decode_len)]
+             "--dtype", dtype, "--device", "cpu" if cpu else "cuda", "--max-len", str(decode_len),
+             "--overwrite"]  # the stage's own files: a rerun of the stage replaces them
     bench += ["--quick", "--threads", "1"] if cpu else []
     speed_json, memory_json = out / "benchmark_speed.json", out / "benchmark_memory.json"
     speed_text = run(bench + ["--interleaved", str(rounds), "--json", str(speed_json)], out / "benchmark_speed.log")
@@ -251,7 +252,7 @@ def stage_backends(out: Path, specs: Sequence[str], dtypes: Sequence[str], seq_l
         path = out / f"backends_{dtype}.json"
         command = [sys.executable, str(REPO / "scripts" / "benchmark.py"), "--archs", backend_archs(specs),
                    "--seq-lens", seq_lens, "--dtype", dtype, "--device", "cpu" if cpu else "cuda", "--repeats", "1",
-                   "--max-len", str(decode_len), "--json", str(path)]
+                   "--max-len", str(decode_len), "--json", str(path), "--overwrite"]
         command += ["--quick", "--threads", "1"] if cpu else ["--steps", str(steps)]
         try:
             table = run(command, out / f"backends_{dtype}.log")

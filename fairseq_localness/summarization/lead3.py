@@ -47,6 +47,10 @@ def main(argv=None) -> None:
     parser.add_argument("output", help="where to write one LEAD summary per line (must not exist)")
     parser.add_argument("--sentences", type=int, default=3, help="leading sentences to keep [3]")
     args = parser.parse_args(argv)
+    if args.sentences < 1:
+        parser.error(f"--sentences {args.sentences}: keep at least 1 sentence")
+    if not os.path.isfile(args.source):
+        parser.error(f"source {args.source}: no such file")
     if os.path.exists(args.output):
         parser.error(f"{args.output} exists; choose another output file (nothing was overwritten)")
     with open(args.source, encoding="utf-8") as f:

@@ -39,23 +39,24 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     args = parser.parse_args(argv)
     if args.generate_output and (args.references or args.summaries):
         parser.error("give --generate-output, or --references with --summaries, not both")
-    if args.generate_output:
-        references, summaries = read_fairseq_generate(args.generate_output)
-    elif args.references and args.summaries:
-        references, summaries = read_lines(args.references), read_lines(args.summaries)
-    else:
+    if not (args.generate_output or (args.references and args.summaries)):
         parser.error("give --generate-output FILE, or --references FILE and --summaries FILE")
-    if args.merge_wordpieces:
-        references, summaries = [merge_wordpieces(t) for t in references], [merge_wordpieces(t) for t in summaries]
     options = dict(stemming=not args.no_stemming, eos=args.eos, ignore_empty=args.ignore_empty)
-    try:
+    try:  # a file that cannot be read, or is not what its flag says, is an error message, not a traceback
+        if args.generate_output:
+            references, summaries = read_fairseq_generate(args.generate_output)
+        else:
+            references, summaries = read_lines(args.references), read_lines(args.summaries)
+        if args.merge_wordpieces:
+            references = [merge_wordpieces(t) for t in references]
+            summaries = [merge_wordpieces(t) for t in summaries]
         if args.perl:
             from .perl_rouge import perl_corpus_rouge
 
             result = perl_corpus_rouge(references, summaries, home=args.rouge_home, **options)
         else:
             result = corpus_rouge(references, summaries, average=args.average, **options)
-    except (ValueError, RuntimeError) as err:
+    except (ValueError, RuntimeError, OSError) as err:
         print(f"ERROR: {err}", file=sys.stderr)
         sys.exit(1)
     print(result.describe())
