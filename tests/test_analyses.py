@@ -237,6 +237,17 @@ def test_sweep_reads_scores(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(AnalysisError, match="no scores.json"):
         sweep([("M", 5.0, str(tmp_path / "empty"))], "M")
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "scores.json").write_text("{not json")
+    with pytest.raises(AnalysisError, match="broken/scores.json cannot be read as scores.json"):
+        sweep([("M", 5.0, str(tmp_path / "broken"))], "M")
+
+
+def test_empty_translation_files_are_named(tmp_path):
+    for name in ("hyp", "base", "ref"):
+        (tmp_path / name).write_text("")
+    with pytest.raises(AnalysisError, match=f"--ref {tmp_path / 'ref'}: no sentences"):
+        ngram_gap({"x": str(tmp_path / "hyp")}, str(tmp_path / "base"), str(tmp_path / "ref"))
 
 
 def test_outputs_are_never_overwritten_unless_asked(tmp_path):

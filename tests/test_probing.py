@@ -128,6 +128,12 @@ def test_generate_errors_name_the_problem(tmp_path, capsys):
                        "--scale", "0.0001"]) == 2
     assert "already holds bigram_shift.txt" in capsys.readouterr().err
     assert (tmp_path / "o" / "bigram_shift.txt").read_text() == "mine\n"
+    (tmp_path / "a-file").write_text("mine\n")
+    for command in (["generate", "--text", str(text), "--tasks", "bigram_shift", "--scale", "0.0001"],
+                    ["evaluate", "--checkpoint", str(tmp_path / "none.pt"), "--tasks", str(tmp_path / "o")]):
+        assert probe_main([*command, "--out-dir", str(tmp_path / "a-file")]) == 2, command
+        assert "a-file is a file, not a directory" in capsys.readouterr().err
+    assert (tmp_path / "a-file").read_text() == "mine\n"
 
 
 # --- SentEval files ---------------------------------------------------------------------------------------------

@@ -69,6 +69,8 @@ def ngram_scores(hypotheses: Sequence[str], references: Sequence[str], max_order
 
 
 def _same_length(named: Dict[str, Sequence[str]], references: Sequence[str], ref_path: str) -> None:
+    if not references:
+        raise AnalysisError(f"--ref {ref_path}: no sentences")
     for name, lines in named.items():
         if len(lines) != len(references):
             raise AnalysisError(f"{name}: {len(lines)} sentences but --ref {ref_path} has {len(references)}")
@@ -166,7 +168,11 @@ def run_bleu(path: str, metric: str = "sacrebleu") -> Tuple[float, str]:
     if len(found) != 1:
         what = "no scores.json" if not found else f"{len(found)} scores.json files ({', '.join(found[:3])}...)"
         raise AnalysisError(f"--run {path}: {what}; evaluate it with scripts/evaluate.sh, or name the scores.json file")
-    scores = json.load(open(found[0], encoding="utf-8"))
+    try:
+        with open(found[0], encoding="utf-8") as f:
+            scores = json.load(f)
+    except (OSError, ValueError) as err:
+        raise AnalysisError(f"--run {path}: {found[0]} cannot be read as scores.json ({err})") from None
     if metric not in scores:
         raise AnalysisError(f"{found[0]}: no '{metric}' score (has: {', '.join(k for k in scores if isinstance(scores[k], dict))}); "
                             "use --metric tokenized_bleu or evaluate with references")

@@ -95,6 +95,7 @@ def evaluate(args: argparse.Namespace) -> int:
             raise ProbingError(f"{flag} needs at least one value")
         if not all(ok(v) for v in values):
             raise ProbingError(f"{flag} {','.join(map(str, values))}: out of range (hidden >= 0, 0 <= dropout < 1, l2 >= 0)")
+    require_directory(args.out_dir)
     if args.out_dir and os.path.exists(os.path.join(args.out_dir, "results.json")) and not args.force:
         raise ProbingError(f"--out-dir {args.out_dir} already holds results.json; nothing was changed. "
                            "Pass --force to replace it, or choose another --out-dir")
@@ -118,6 +119,12 @@ def evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def require_directory(out_dir: Optional[str]) -> None:
+    """--out-dir may be new or a directory; a file there is refused before any work."""
+    if out_dir and os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise ProbingError(f"--out-dir {out_dir} is a file, not a directory: choose another --out-dir")
+
+
 def generate(args: argparse.Namespace) -> int:
     names = [t for t in args.tasks.split(",") if t]
     for name in names:
@@ -128,6 +135,7 @@ def generate(args: argparse.Namespace) -> int:
             raise ProbingError(f"--tasks {name}: unknown; the generators are {', '.join(gen.GENERATORS)}")
     if not os.path.isfile(args.text):
         raise ProbingError(f"--text {args.text}: no such file")
+    require_directory(args.out_dir)
     existing = [n for n in names if os.path.exists(os.path.join(args.out_dir, f"{n}.txt"))]
     if existing and not args.force:
         raise ProbingError(f"--out-dir {args.out_dir} already holds {', '.join(n + '.txt' for n in existing)}; "
