@@ -83,6 +83,14 @@ def test_every_analysis_writes_figure_and_numbers(trained, tmp_path):
     with pytest.raises(AnalysisError, match="--head 99: diffwin_enc has 4 heads"):
         main([*diffwin, "--out", str(out / "head99"), "--head", "99"])
     assert not (out / "head99").exists()
+    # hybrid-sweep finds every run's score and checkpoint before its first pass
+    sweep = ["hybrid-sweep", "--checkpoint-name", "checkpoint_last.pt", "--out", str(out / "sweep"), *data]
+    (tmp_path / "unscored").mkdir()
+    with pytest.raises(AnalysisError, match="no scores.json"):
+        main([*sweep, "--run", f"1={work / 'query'}", "--run", f"3={tmp_path / 'unscored'}"])
+    with pytest.raises(AnalysisError, match=f"--run {tmp_path / 'm1'}: no checkpoint_last.pt"):
+        main([*sweep, "--run", f"1={work / 'query'}", "--run", f"3={tmp_path / 'm1'}"])
+    assert not (out / "sweep").exists()
 
 
 def test_command_line_door_reports_a_missing_method(trained, tmp_path):

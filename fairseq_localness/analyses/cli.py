@@ -282,10 +282,14 @@ def _args_hybrid_sweep(parser):
 
 
 def _run_hybrid_sweep(args, out: Outputs):
-    from .bleu import sweep
+    from .bleu import run_bleu, sweep
     from .gates import mean_gate_by_layer
 
     points = _sweep_points(args)
+    for _, _, path in points:  # every run's score and checkpoint, before the first pass over the split
+        run_bleu(path, args.metric)
+        if not os.path.isfile(os.path.join(path, args.checkpoint_name)):
+            raise AnalysisError(f"--run {path}: no {args.checkpoint_name} (see --checkpoint-name)")
     gates = {}
     for _, x, path in points:
         checkpoint = os.path.join(path, args.checkpoint_name)
