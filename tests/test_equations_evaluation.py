@@ -106,6 +106,44 @@ def test_compound_split_changes_the_score_as_expected(eval_dirs, recorded):
     assert plain["score"] == pytest.approx(100 * (1 / 12) ** (1 / 4), abs=0.01)
 
 
+def test_an_output_directory_holding_files_no_evaluation_wrote_is_refused(eval_dirs, recorded):
+    """A hand-made --out holding a hyp.tok.txt (say, a baseline's) is not overwritten without --force; an evaluation
+    of ours that stopped before its scores.json is redone in place; --out naming a file is refused."""
+    data_bin, checkpoints = eval_dirs
+    out = checkpoints / "mine"
+    out.mkdir()
+    (out / "hyp.tok.txt").write_text("my baseline\n")
+    args = [str(checkpoints), str(data_bin), "--no-sacrebleu", "--bootstrap-samples", "0", "--out", str(out)]
+    with pytest.raises(evaluate.EvalError, match="hyp.tok.txt exists and no evaluation wrote it; pass --force"):
+        evaluate.evaluate(evaluate.build_parser().parse_args(args))
+    assert (out / "hyp.tok.txt").read_text() == "my baseline\n" and "generate" not in recorded
+    (out / ".evaluation").write_text("")  # ours, interrupted: no scores.json yet
+    assert evaluate.evaluate(evaluate.build_parser().parse_args(args))["tokenized_bleu"]["score"] >= 0
+    assert (out / "scores.json").is_file() and (out / "hyp.tok.txt").read_text().startswith("x y z w a-b 0")
+    (checkpoints / "a-file").write_text("")
+    with pytest.raises(evaluate.EvalError, match="a-file is a file, not a directory"):
+        evaluate.evaluate(evaluate.build_parser().parse_args([*args[:-1], str(checkpoints / "a-file")]))
+
+
+def test_the_scoring_door_never_replaces_a_json_file(tmp_path, capsys):
+    (tmp_path / "hyp").write_text("a b\n")
+    (tmp_path / "mine.json").write_text("{}\n")
+    with pytest.raises(SystemExit) as exit:
+        scoring.main(["--hyp", str(tmp_path / "hyp"), "--ref", str(tmp_path / "hyp"), "--json", str(tmp_path / "mine.json")])
+    assert exit.value.code == 2 and "mine.json exists" in capsys.readouterr().err
+    assert (tmp_path / "mine.json").read_text() == "{}\n"
+
+
+def test_bad_option_values_are_refused_before_any_decoding(capsys):
+    for flag, value, why in (("--sacrebleu-tokenize", "bogus", "not a sacreBLEU tokenizer: none, zh, 13a"),
+                             ("--bootstrap-samples", "-1", "must be 0 or more"),
+                             ("--generate-args", "--nbest '2", "No closing quotation")):
+        with pytest.raises(SystemExit) as exit:
+            evaluate.build_parser().parse_args(["CK", "DATA", flag, value])
+        error = capsys.readouterr().err
+        assert exit.value.code == 2 and f"argument {flag}" in error and why in error, error
+
+
 # --- the decoding each paper-table row passes to evaluation -------------------------------------------------------
 
 #: (beam, length penalty, lowercased BLEU, En-De compound splitting) each paper decoded and scored with,

@@ -15,7 +15,8 @@ by ``data-prep/``.
 
 Files in ``OUT`` (default ``CHECKPOINT_DIR/eval-SUBSET-<checkpoint>``): ``generate-SUBSET.txt``
 (fairseq-generate output) and ``.log``, ``hyp.tok.txt``, ``ref.tok.txt``, ``hyp.detok.txt``,
-``averaged-lastN.pt`` when averaging, ``scores.json``.
+``averaged-lastN.pt`` when averaging, ``scores.json``; ``.evaluation``, written first, marks them as the
+evaluation's own (files of those names in a directory without it are refused unless ``--force``).
 """
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ from typing import Any, Sequence
 
 from . import scoring
 from .average import average_checkpoints, last_checkpoints, save_checkpoint
-from .outputs import HYP_DETOK, HYP_TOK, REF_TOK, SCORES, generate_output
+from .outputs import HYP_DETOK, HYP_TOK, REF_TOK, SCORES, STARTED, generate_log, generate_output
 
 
 class EvalError(Exception):
@@ -118,6 +119,33 @@ def write_lines(path: str, lines: Sequence[str]) -> None:
         f.write("".join(x + "\n" for x in lines))
 
 
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value}: must be 0 or more")
+    return value
+
+
+def _generate_args(text: str) -> str:
+    """One quoted string of fairseq-generate options, split as the command will split it."""
+    try:
+        shlex.split(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"{text!r}: {e}") from None
+    return text
+
+
+def _sacrebleu_tokenize(text: str) -> str:
+    from sacrebleu.metrics.bleu import BLEU
+
+    if text not in BLEU.TOKENIZERS:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a sacreBLEU tokenizer: {', '.join(BLEU.TOKENIZERS)}")
+    return text
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="evaluate.sh", usage="bash scripts/evaluate.sh CHECKPOINT_DIR DATA_BIN [options]",
                                 description=__doc__,
@@ -141,7 +169,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--max-tokens", type=int, default=8000)
     g.add_argument("--batch-size", type=int)
     g.add_argument("--cpu", action="store_true")
-    g.add_argument("--generate-args", default="", help="more fairseq-generate options, one quoted string")
+    g.add_argument("--generate-args", type=_generate_args, default="",
+                   help="more fairseq-generate options, one quoted string")
     g = p.add_argument_group("scoring")
     g.add_argument("--lowercase", action=argparse.BooleanOptionalAction,
                    help="case-insensitive BLEU/chrF [yes for lowercased data-prep output]")
@@ -151,10 +180,11 @@ def build_parser() -> argparse.ArgumentParser:
                                  "fairseq-generate's T- lines, where words outside the vocabulary are <<unk>>]")
     g.add_argument("--detok-ref", help="raw references for sacreBLEU/chrF [DATA_BIN/../raw/test.TGT when present]")
     g.add_argument("--no-sacrebleu", action="store_true", help="tokenised BLEU only")
-    g.add_argument("--sacrebleu-tokenize", help="sacreBLEU tokenizer [13a; zh for Chinese, ja-mecab for Japanese]")
+    g.add_argument("--sacrebleu-tokenize", type=_sacrebleu_tokenize,
+                   help="sacreBLEU tokenizer [13a; zh for Chinese, ja-mecab for Japanese]")
     g.add_argument("--baseline-hyp", help="baseline for paired bootstrap: its tokenised hypotheses, "
                                           "or its evaluation directory (then sacreBLEU is tested too)")
-    g.add_argument("--bootstrap-samples", type=int, default=1000)
+    g.add_argument("--bootstrap-samples", type=_non_negative, default=1000)
     g = p.add_argument_group("output")
     g.add_argument("--out", help="output directory [CHECKPOINT_DIR/eval-SUBSET-<checkpoint>]")
     g.add_argument("--force", action="store_true", help="overwrite an earlier evaluation in OUT")
@@ -240,7 +270,19 @@ def evaluate(a: argparse.Namespace) -> dict[str, Any]:
     if os.path.exists(os.path.join(out, SCORES)) and not a.force:
         raise EvalError(f"{out} already holds an evaluation ({SCORES}); pass --force to redo it, "
                         "or choose another --out")
+    # files of the names this evaluation writes, in a directory no evaluation started (no STARTED mark), are someone
+    # else's: refused. An evaluation of ours that stopped before its scores.json is redone in place.
+    ours = [SCORES, generate_output(a.subset), generate_log(a.subset), HYP_TOK, REF_TOK, HYP_DETOK,
+            f"averaged-last{a.avg_last}.pt"]
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise EvalError(f"--out {out} is a file, not a directory")
+    foreign = [name for name in ours if os.path.exists(os.path.join(out, name))]
+    if foreign and not os.path.exists(os.path.join(out, STARTED)) and not a.force:
+        raise EvalError(f"{os.path.join(out, foreign[0])} exists and no evaluation wrote it; pass --force to replace "
+                        "it, or choose another --out")
     os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, STARTED), "w", encoding="utf-8") as f:
+        f.write("fairseq_localness.evaluation.evaluate writes the evaluation files of this directory\n")
     checkpoint, averaged = resolve_checkpoint(a, out)
     gen_txt = os.path.join(out, generate_output(a.subset))
     cmd = run_generate(a, checkpoint, src, tgt, remove_bpe, gen_txt)

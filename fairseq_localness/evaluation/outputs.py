@@ -8,6 +8,7 @@ from __future__ import annotations
 HYP_TOK, HYP_DETOK = "hyp.tok.txt", "hyp.detok.txt"  # hypotheses, tokenised and detokenised
 REF_TOK = "ref.tok.txt"  # the tokenised reference the hypotheses were scored against
 SCORES = "scores.json"
+STARTED = ".evaluation"  # written first: the directory's evaluation files are the evaluation's own
 
 
 def generate_output(subset: str) -> str:

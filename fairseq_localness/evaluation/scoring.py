@@ -283,8 +283,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--baseline-hyp", help="baseline's tokenised hypotheses, or its evaluation directory")
     p.add_argument("--baseline-detok-hyp", help="baseline's detokenised hypotheses (sacreBLEU significance)")
     p.add_argument("--bootstrap-samples", type=int, default=1000)
-    p.add_argument("--json", help="also write the scores here")
+    p.add_argument("--json", help="also write the scores here (a new file)")
     a = p.parse_args(argv)
+    if a.json and os.path.exists(a.json):
+        p.error(f"--json {a.json} exists; choose another file (nothing was overwritten)")
     try:
         base_tok = base_detok = None
         if a.baseline_hyp:
