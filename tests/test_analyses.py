@@ -311,4 +311,11 @@ def test_bad_values_are_refused_when_the_arguments_are_read(tmp_path, capsys):
         assert exit.value.code == 2
         error = capsys.readouterr().err
         assert f"argument {flag}" in error and why in error, error
+    # and before any checkpoint is loaded or any source tagged: one checkpoint where one is drawn, files that exist
+    for argv, why in ((["attention-heatmap", *checkpoint, "--checkpoint", str(tmp_path / "b.pt")], "give one --checkpoint"),
+                      (["gate-pos", *checkpoint, "--tags", str(tmp_path / "tags.txt")], "--tags .*tags.txt: no such file"),
+                      (["gate-pos", *checkpoint, "--tagger", "spacy:en_core_web_sm", "--source-text", "x"],
+                       "--checkpoint .*missing.pt: no such file")):
+        with pytest.raises(AnalysisError, match=why):
+            cli.main(argv)
     assert not (tmp_path / "out").exists()

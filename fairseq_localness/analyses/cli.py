@@ -149,10 +149,16 @@ def _run_gate_pos(args, out: Outputs):
     from .bleu import read_translations
 
     tags = args.tags
+    if tags and not os.path.isfile(tags):
+        raise AnalysisError(f"--tags {tags}: no such file")
     if args.tagger:
         kind, _, model = args.tagger.partition(":")
         if kind != "spacy" or not model or not args.source_text:
             raise AnalysisError("--tagger spacy:MODEL with --source-text FILE (e.g. --tagger spacy:en_core_web_sm)")
+        for checkpoint in args.checkpoint:  # before spaCy tags the whole source and writes NAME-tags.txt
+            path = parse_labelled(checkpoint)[1]
+            if not os.path.isfile(path):
+                raise AnalysisError(f"--checkpoint {path}: no such file")
         tags = os.path.join(out.directory, f"{args.name}-tags.txt")
         out.check(args.name, [f"{args.name}-tags.txt"])
         os.makedirs(out.directory, exist_ok=True)
@@ -185,9 +191,9 @@ def _args_diffwin(parser):
 def _run_diffwin(args, out: Outputs):
     from .windows import collect_soft_windows, soft_window_outputs
 
-    models = _models(args)
-    if len(models) != 1:
+    if len(args.checkpoint) != 1:  # before any checkpoint is loaded
         raise AnalysisError("diffwin-windows: give one --checkpoint")
+    models = _models(args)
     if args.head is not None:  # before the pass over the split
         heads = require_method(models[0], "diffwin-windows", args.method)[0][0].spec.num_heads
         if args.head > heads:
@@ -207,9 +213,9 @@ def _args_heatmap(parser):
 def _run_heatmap(args, out: Outputs):
     from .attention import attention_heatmap, heatmap_outputs
 
-    models = _models(args)
-    if len(models) != 1:
+    if len(args.checkpoint) != 1:  # before any checkpoint is loaded
         raise AnalysisError("attention-heatmap: give one --checkpoint")
+    models = _models(args)
     found = attention_heatmap(models[0], _pass(args), args.attention, args.layer, args.sentence, args.head)
     table, fig = heatmap_outputs(models[0].label, found, args.attention, args.layer, args.sentence, args.head)
     return out.write(args.name, table, fig)
