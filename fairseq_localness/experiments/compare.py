@@ -208,8 +208,10 @@ def train_argv(grid: Grid, spec: RunSpec) -> List[str]:
 
 def evaluate_argv(grid: Grid, spec: RunSpec) -> List[str]:
     run_dir = grid.run_dir(spec)
+    # --force: EVAL_DIR is the grid's own, and a run is evaluated only while it has no scores.json, so what an
+    # interrupted evaluation left there (before evaluations marked their directories) is replaced
     return [str(run_dir / "checkpoints"), str(grid.data_bin), "--checkpoint", "checkpoint_best.pt",
-            *grid.evaluate_flags, *([] if grid.gpus else ["--cpu"]), "--out", str(run_dir / EVAL_DIR)]
+            *grid.evaluate_flags, *([] if grid.gpus else ["--cpu"]), "--out", str(run_dir / EVAL_DIR), "--force"]
 
 
 def has_test_split(data_bin: Path) -> bool:

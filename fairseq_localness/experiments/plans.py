@@ -80,6 +80,8 @@ def plan_row(row: Row, tables: Dict, work: Path, data_root: Path, gpus: int = 0,
     script = "evaluate.sh" if evaluation.task == "translation" else "score_task.sh"
     evaluate = ["bash", str(SCRIPTS / script), str(run_dir / "checkpoints"), str(data_bin),
                 *evaluation.evaluate_flags(row.split), "--out", str(run_dir / f"eval-{row.split}")]
+    if script == "evaluate.sh":  # the row's own directory, evaluated only while it has no scores.json: what an
+        evaluate.append("--force")  # interrupted evaluation left there (unmarked, from older versions) is replaced
     if evaluation.task == "probing":  # the probing files, and the BPE / casing of the encoder's training data
         evaluate += ["--probing-tasks", str(data_root / evaluation.data), "--prep-dir", str(data_root / training.data)]
     if row.baseline and evaluation.task == "translation":  # the paired bootstrap test reads the baseline's output
