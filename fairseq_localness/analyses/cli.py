@@ -13,6 +13,7 @@ import sys
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
+from ..evaluation.scoring import tokenizer_argument
 from ..paths import USER_DIR
 from .loading import AnalysisError, LoadedModel, PassOptions, load_checkpoint, parse_labelled, require_method
 from .output import Outputs
@@ -50,14 +51,6 @@ def _device(text: str) -> str:
         raise argparse.ArgumentTypeError(f"{text!r} is not a device: auto, cpu, cuda, cuda:1, ...") from None
     if text.startswith("cuda") and not torch.cuda.is_available():
         raise argparse.ArgumentTypeError(f"{text}: no CUDA device is available here (use cpu)")
-    return text
-
-
-def _sacrebleu_tokenizer(text: str) -> str:
-    from sacrebleu.metrics.bleu import BLEU
-
-    if text not in BLEU.TOKENIZERS:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a sacreBLEU tokenizer: {', '.join(BLEU.TOKENIZERS)}")
     return text
 
 
@@ -226,7 +219,7 @@ def _args_ngram(parser):
     parser.add_argument("--baseline", required=True, help="the baseline's translations")
     parser.add_argument("--ref", required=True, help="references (plain text or fairseq-generate output's T- lines)")
     parser.add_argument("--max-order", type=int, default=8, help="highest n-gram order (papers: 8)")
-    parser.add_argument("--tokenize", type=_sacrebleu_tokenizer, default="13a",
+    parser.add_argument("--tokenize", type=tokenizer_argument, default="13a",
                         help="sacreBLEU tokenizer (13a, zh, intl, none for tokenised text, ...)")
 
 
@@ -242,7 +235,7 @@ def _args_length(parser):
     parser.add_argument("--ref", required=True)
     parser.add_argument("--source", help="source sentences, for source-length buckets (default: reference length)")
     parser.add_argument("--buckets", type=_ints, default=[10, 20, 30, 40, 50], help="upper bucket edges in words")
-    parser.add_argument("--tokenize", type=_sacrebleu_tokenizer, default="13a", help="sacreBLEU tokenizer")
+    parser.add_argument("--tokenize", type=tokenizer_argument, default="13a", help="sacreBLEU tokenizer")
 
 
 def _run_length(args, out: Outputs):

@@ -138,14 +138,6 @@ def _generate_args(text: str) -> str:
     return text
 
 
-def _sacrebleu_tokenize(text: str) -> str:
-    from sacrebleu.metrics.bleu import BLEU
-
-    if text not in BLEU.TOKENIZERS:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a sacreBLEU tokenizer: {', '.join(BLEU.TOKENIZERS)}")
-    return text
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="evaluate.sh", usage="bash scripts/evaluate.sh CHECKPOINT_DIR DATA_BIN [options]",
                                 description=__doc__,
@@ -180,7 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
                                  "fairseq-generate's T- lines, where words outside the vocabulary are <<unk>>]")
     g.add_argument("--detok-ref", help="raw references for sacreBLEU/chrF [DATA_BIN/../raw/test.TGT when present]")
     g.add_argument("--no-sacrebleu", action="store_true", help="tokenised BLEU only")
-    g.add_argument("--sacrebleu-tokenize", type=_sacrebleu_tokenize,
+    g.add_argument("--sacrebleu-tokenize", type=scoring.tokenizer_argument,
                    help="sacreBLEU tokenizer [13a; zh for Chinese, ja-mecab for Japanese]")
     g.add_argument("--baseline-hyp", help="baseline for paired bootstrap: its tokenised hypotheses, "
                                           "or its evaluation directory (then sacreBLEU is tested too)")
@@ -272,8 +264,8 @@ def evaluate(a: argparse.Namespace) -> dict[str, Any]:
                         "or choose another --out")
     # files of the names this evaluation writes, in a directory no evaluation started (no STARTED mark), are someone
     # else's: refused. An evaluation of ours that stopped before its scores.json is redone in place.
-    ours = [SCORES, generate_output(a.subset), generate_log(a.subset), HYP_TOK, REF_TOK, HYP_DETOK,
-            f"averaged-last{a.avg_last}.pt"]
+    ours = [SCORES, generate_output(a.subset), generate_log(a.subset), HYP_TOK, REF_TOK, HYP_DETOK]
+    ours += [f"averaged-last{a.avg_last}.pt"] if a.avg_last else []
     if os.path.exists(out) and not os.path.isdir(out):
         raise EvalError(f"--out {out} is a file, not a directory")
     foreign = [name for name in ours if os.path.exists(os.path.join(out, name))]

@@ -37,6 +37,13 @@ _COMPOUND = re.compile(r"(\S)-(\S)")
 _SPLIT_HYPHEN = re.compile(r" (?:@-@|##AT##-##AT##) ")
 
 
+def tokenizer_argument(text: str) -> str:
+    """argparse type of a sacreBLEU tokenizer option: the name, checked when the arguments are read."""
+    if text not in BLEU.TOKENIZERS:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a sacreBLEU tokenizer: {', '.join(BLEU.TOKENIZERS)}")
+    return text
+
+
 def compound_split(line: str) -> str:
     """Split hyphenated compounds the way ``compound_split_bleu.sh`` does.
 
@@ -279,7 +286,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--detok-hyp", help="detokenised hypotheses (for sacreBLEU/chrF)")
     p.add_argument("--detok-ref", help="raw references (for sacreBLEU/chrF)")
     p.add_argument("--lang", default="en", help="target language (picks sacreBLEU's tokenizer) [en]")
-    p.add_argument("--sacrebleu-tokenize", help="override sacreBLEU's tokenizer (13a, intl, zh, char, ...)")
+    p.add_argument("--sacrebleu-tokenize", type=tokenizer_argument,
+                   help="override sacreBLEU's tokenizer (13a, intl, zh, char, ...)")
     p.add_argument("--baseline-hyp", help="baseline's tokenised hypotheses, or its evaluation directory")
     p.add_argument("--baseline-detok-hyp", help="baseline's detokenised hypotheses (sacreBLEU significance)")
     p.add_argument("--bootstrap-samples", type=int, default=1000)
