@@ -83,6 +83,12 @@ def test_every_analysis_writes_figure_and_numbers(trained, tmp_path):
     with pytest.raises(AnalysisError, match="--head 99: diffwin_enc has 4 heads"):
         main([*diffwin, "--out", str(out / "head99"), "--head", "99"])
     assert not (out / "head99").exists()
+    # sentence ids the split cannot hold, before the pass
+    with pytest.raises(AnalysisError, match=r"--sentences 999: split valid has sentence ids 0-\d+"):
+        main(["diffwin-windows", "--checkpoint", ckpt["query"], "--sentences", "0,999", *data, "--out", str(out / "s")])
+    with pytest.raises(AnalysisError, match=r"--sentence 999: split valid has sentence ids 0-\d+"):
+        main(["attention-heatmap", "--checkpoint", ckpt["dman"], "--sentence", "999", *data, "--out", str(out / "s")])
+    assert not (out / "s").exists()
     # hybrid-sweep finds every run's score and checkpoint before its first pass
     sweep = ["hybrid-sweep", "--checkpoint-name", "checkpoint_last.pt", "--out", str(out / "sweep"), *data]
     (tmp_path / "unscored").mkdir()

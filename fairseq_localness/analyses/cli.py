@@ -15,7 +15,8 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..evaluation.scoring import tokenizer_argument
 from ..paths import USER_DIR
-from .loading import AnalysisError, LoadedModel, PassOptions, load_checkpoint, parse_labelled, require_method
+from .loading import (AnalysisError, LoadedModel, PassOptions, load_checkpoint, parse_labelled, require_method,
+                      require_sentences)
 from .output import Outputs
 
 
@@ -187,6 +188,7 @@ def _run_diffwin(args, out: Outputs):
     if len(args.checkpoint) != 1:  # before any checkpoint is loaded
         raise AnalysisError("diffwin-windows: give one --checkpoint")
     models = _models(args)
+    require_sentences(models[0], args.split, args.sentences, "--sentences")
     if args.head is not None:  # before the pass over the split
         heads = require_method(models[0], "diffwin-windows", args.method)[0][0].spec.num_heads
         if args.head > heads:
@@ -209,6 +211,7 @@ def _run_heatmap(args, out: Outputs):
     if len(args.checkpoint) != 1:  # before any checkpoint is loaded
         raise AnalysisError("attention-heatmap: give one --checkpoint")
     models = _models(args)
+    require_sentences(models[0], args.split, [args.sentence], "--sentence")
     found = attention_heatmap(models[0], _pass(args), args.attention, args.layer, args.sentence, args.head)
     table, fig = heatmap_outputs(models[0].label, found, args.attention, args.layer, args.sentence, args.head)
     return out.write(args.name, table, fig)

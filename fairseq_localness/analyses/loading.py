@@ -155,6 +155,15 @@ def load_split(loaded: LoadedModel, split: str):
     return loaded.task.dataset(split)
 
 
+def require_sentences(loaded: LoadedModel, split: str, ids: Sequence[int], flag: str) -> None:
+    """Sentence ids that the split cannot hold (negative, or past its end) are refused before the pass over it.
+    (Whether an id is among the sentences read under --max-sentences is known only after the pass.)"""
+    size = len(load_split(loaded, split))
+    bad = [i for i in ids if not 0 <= i < size]
+    if bad:
+        raise AnalysisError(f"{flag} {','.join(map(str, bad))}: split {split} has sentence ids 0-{size - 1}")
+
+
 class Progress:
     """Prints 'what: n/total sentences' to stderr at most every ``seconds``, and once at the end."""
 
