@@ -88,6 +88,8 @@ def test_every_analysis_writes_figure_and_numbers(trained, tmp_path):
         main(["diffwin-windows", "--checkpoint", ckpt["query"], "--sentences", "0,999", *data, "--out", str(out / "s")])
     with pytest.raises(AnalysisError, match=r"--sentence 999: split valid has sentence ids 0-\d+"):
         main(["attention-heatmap", "--checkpoint", ckpt["dman"], "--sentence", "999", *data, "--out", str(out / "s")])
+    with pytest.raises(AnalysisError, match=r"--layers 0,9: .* has encoder layers 1-\d"):
+        main(["attention-mass", "--checkpoint", ckpt["dman"], "--layers", "1,0,9", *data, "--out", str(out / "s")])
     assert not (out / "s").exists()
     # hybrid-sweep finds every run's score and checkpoint before its first pass
     sweep = ["hybrid-sweep", "--checkpoint-name", "checkpoint_last.pt", "--out", str(out / "sweep"), *data]
