@@ -13,6 +13,7 @@ import sys
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
+from ..cli import int_at_least
 from ..evaluation.scoring import tokenizer_argument
 from ..paths import USER_DIR
 from .loading import (AnalysisError, LoadedModel, PassOptions, load_checkpoint, parse_labelled, require_method,
@@ -30,14 +31,7 @@ class Analysis:
     extra_tables: Tuple[str, ...] = ()  # the keys of the NAME-KEY.csv tables it writes beside NAME.csv
 
 
-def _one_based(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value}: heads and layers are counted from 1")
-    return value
+_one_based = int_at_least(1, "heads and layers are counted from 1")
 
 
 def _device(text: str) -> str:

@@ -146,6 +146,9 @@ class PassOptions:
 
 
 def load_split(loaded: LoadedModel, split: str):
+    """The split's dataset, loaded once per task (the checks before a pass and the pass both ask for it)."""
+    if split in getattr(loaded.task, "datasets", {}):
+        return loaded.task.dataset(split)
     try:
         loaded.task.load_dataset(split)
     except FileNotFoundError as exc:

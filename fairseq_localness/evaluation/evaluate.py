@@ -29,6 +29,7 @@ import subprocess
 import sys
 from typing import Any, Sequence
 
+from ..cli import int_at_least, user_dir
 from . import scoring
 from .average import average_checkpoints, last_checkpoints, save_checkpoint
 from .outputs import HYP_DETOK, HYP_TOK, REF_TOK, SCORES, STARTED, generate_log, generate_output
@@ -119,16 +120,6 @@ def write_lines(path: str, lines: Sequence[str]) -> None:
         f.write("".join(x + "\n" for x in lines))
 
 
-def _non_negative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value}: must be 0 or more")
-    return value
-
-
 def _generate_args(text: str) -> str:
     """One quoted string of fairseq-generate options, split as the command will split it."""
     try:
@@ -176,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="sacreBLEU tokenizer [13a; zh for Chinese, ja-mecab for Japanese]")
     g.add_argument("--baseline-hyp", help="baseline for paired bootstrap: its tokenised hypotheses, "
                                           "or its evaluation directory (then sacreBLEU is tested too)")
-    g.add_argument("--bootstrap-samples", type=_non_negative, default=1000)
+    g.add_argument("--bootstrap-samples", type=int_at_least(0, "must be 0 or more"), default=1000)
     g = p.add_argument_group("output")
     g.add_argument("--out", help="output directory [CHECKPOINT_DIR/eval-SUBSET-<checkpoint>]")
     g.add_argument("--force", action="store_true", help="overwrite an earlier evaluation in OUT")
@@ -203,8 +194,6 @@ def resolve_checkpoint(a: argparse.Namespace, out: str) -> tuple[str, list[str]]
 
 def run_generate(a: argparse.Namespace, checkpoint: str, src: str, tgt: str, remove_bpe: str,
                  out_txt: str) -> list[str]:
-    from ..cli import user_dir
-
     cmd = [sys.executable, "-m", "fairseq_cli.generate", a.data_bin, "--user-dir", user_dir(),
            "--path", checkpoint, "--gen-subset", a.subset, "--source-lang", src, "--target-lang", tgt,
            "--beam", str(a.beam), "--lenpen", str(a.lenpen), "--max-len-a", str(a.max_len_a),
