@@ -589,7 +589,7 @@ def test_tiny_grid_table_columns_and_files(tiny_grid):
     out = root / "work" / "tiny"
     assert "[4/4] transformer_gaussian_local (pre-norm, seed 2)" in first.stdout
     for name in ("table.md", "table.json", "runs.csv", "runs.json", "figure.png", "curves.csv", "curves.png",
-                 "buckets.md", "buckets.csv", "buckets.png"):
+                 "buckets.md", "buckets.csv", "buckets.png", "commands.json"):
         assert (out / name).is_file(), name
         assert (root / "published" / "tiny" / name).read_bytes() == (out / name).read_bytes()
     table = (out / "table.md").read_text()
@@ -597,6 +597,9 @@ def test_tiny_grid_table_columns_and_files(tiny_grid):
     assert header.startswith("| architecture | norm | seeds | sacreBLEU | tokenized BLEU | chrF | Δ sacreBLEU vs baseline")
     assert "training speed | decoding speed | epochs |" in header
     assert "measured" in table and "command: `fairseq-localness-compare" in table and "pre-norm for every architecture" in table
+    assert "4 runs finished (of the 4 its command plans)" in table
+    history = json.loads((out / "commands.json").read_text())
+    assert len(history) == 1 and history[0]["command"].endswith("--length-buckets 5,9") and len(history[0]["runs"]) == 4
     # the recipe file's defaults list is merged: its optimiser comes from configs/optim/compare_small.yaml
     assert "3+3 layers, 32 dim" in table and "patience 5 epochs" in table
     assert ("adam lr [0.002] (reduce_lr_on_plateau, 4 warm-up, lr x 0.5 after 1 epoch(s) without a validation-loss "
@@ -784,6 +787,11 @@ def test_published_runs_are_restored_not_retrained(tiny_grid, tmp_path):
     assert [(r["arch"], r["tokenized_bleu"], r["params"], r.get("significance")) for r in rows] == \
         [(r["arch"], r["tokenized_bleu"], r["params"], r.get("significance")) for r in before]
     assert (tmp_path / "fresh-work" / "tiny" / "buckets.csv").read_text() == (root / "work" / "tiny" / "buckets.csv").read_text()
+    # the restored label keeps the history of the commands that trained its runs: the caption names the first
+    restored = json.loads((tmp_path / "fresh-work" / "tiny" / "commands.json").read_text())
+    assert [entry["command"] for entry in restored][0] == json.loads((published / "commands.json").read_text())[0]["command"]
+    caption = json.loads((tmp_path / "fresh-work" / "tiny" / "table.json").read_text())["caption"]
+    assert caption.count("`fairseq-localness-compare") == 1 and str(tmp_path / "fresh-work") not in caption
     assert not list((tmp_path / "fresh-work").rglob("*.pt"))
     assert not list(published.rglob("ref.tok.txt"))  # publishing the restored runs again adds no test text
 
@@ -819,7 +827,7 @@ def test_learning_curves_zoom_on_the_second_half_and_draw_every_run(tmp_path):
     assert (tmp_path / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_bleu_by_length_tests_each_bucket_against_the_baseline(tmp_path):
+def test_bleu_by_length_tests_each_bucket_against_the_baseline(tmp_path, monkeypatch):
     grid = compare.Grid(label="lbl", recipe="compare_multi30k_de_en", data_bin=tmp_path / "bin",
                         archs=["transformer", "transformer_gaussian_local"], seeds=[1], norms=["pre"],
                         baseline="transformer", work=tmp_path)
@@ -835,6 +843,7 @@ def test_bleu_by_length_tests_each_bucket_against_the_baseline(tmp_path):
         (eval_dir / "generate-test.txt").write_text("".join(f"S-{i}\t{s}\n" for i, s in enumerate(sources)))
         (eval_dir / "hyp.tok.txt").write_text("\n".join(hyps) + "\n")
         (eval_dir / "ref.tok.txt").write_text("\n".join(refs) + "\n")
+        (eval_dir / "scores.json").write_text(json.dumps({"tokenized_bleu": {"lowercase": False}}))
         records.append({"arch": arch, "norm": "pre", "seed": 1, "eval_dir": str(eval_dir.relative_to(grid.root))})
     tests = compare.bucket_significance(grid, records, [5], lowercase=False, samples=1000)
     # bucket 1-5: every resample differs by the observed 100 BLEU, so none exceeds it: p = 1 / 1001. Bucket >5
@@ -843,7 +852,14 @@ def test_bleu_by_length_tests_each_bucket_against_the_baseline(tmp_path):
     short = tests["pre", "transformer_gaussian_local"]["1-5"]
     assert (short.delta, short.p_value, short.mark) == (100.0, pytest.approx(1 / 1001), "⇑")
     assert ">5" not in tests["pre", "transformer_gaussian_local"]
+    from fairseq_localness.evaluation import scoring
+
+    reads = []
+    read_lines = scoring.read_lines
+    monkeypatch.setattr(scoring, "read_lines", lambda path: reads.append(path) or read_lines(path))
     compare.write_buckets(grid, records, [5], lowercase=False)
+    # the BLEU per bucket and the significance tests share one read of each run's hypotheses and reference
+    assert sorted(reads) == sorted({*reads}) and len(reads) == 4
     table = (grid.root / "buckets.md").read_text()
     assert "| `transformer` | pre | 0.00 (baseline) | 100.00 (baseline) |" in table
     assert "| `transformer_gaussian_local` | pre | 100.00 (+100.00 ⇑) | 100.00 |" in table
@@ -872,3 +888,64 @@ def test_the_caption_dates_the_runs_not_the_table(tmp_path):
     assert compare.measured_dates(grid, records[1:]) == "2026-11-26"
     (grid.run_dir(compare.RunSpec("transformer_dman", "pre", 1)) / "trained").unlink()
     assert compare.measured_dates(grid, records) == "2026-11-25"
+
+
+@pytest.mark.parametrize("recorded, bleu", [(True, "100.0"), (False, "0.0")])
+def test_bleu_by_length_is_scored_as_the_runs_were(tmp_path, recorded, bleu):
+    """The buckets follow the lowercasing the runs' scores.json records, not the data-bin's default: output
+    'a b c d' against the reference 'A B C D' is BLEU 100 lowercased and 0 cased."""
+    grid = compare.Grid(label="lbl", recipe="compare_multi30k_de_en", data_bin=tmp_path / "bin", archs=["transformer"],
+                        seeds=[1], norms=["pre"], baseline="transformer", work=tmp_path)
+    eval_dir = grid.run_dir(compare.RunSpec("transformer", "pre", 1)) / "eval-test"
+    eval_dir.mkdir(parents=True)
+    (eval_dir / "source-lengths.txt").write_text("4\n")
+    (eval_dir / "hyp.tok.txt").write_text("a b c d\n")
+    (eval_dir / "ref.tok.txt").write_text("A B C D\n")
+    (eval_dir / "scores.json").write_text(json.dumps({"tokenized_bleu": {"lowercase": recorded}}))
+    records = [{"arch": "transformer", "norm": "pre", "seed": 1, "eval_dir": "pre/transformer/seed1/eval-test"}]
+    compare.write_buckets(grid, records, [5], lowercase=not recorded)
+    assert (grid.root / "buckets.csv").read_text().splitlines()[1] == f"lbl,transformer,pre,1,1-5,1,{bleu}"
+
+
+def test_the_caption_names_every_command_of_the_label_and_the_norms_of_its_runs(tmp_path):
+    """A published grid grows over several commands (a post-norm column, more seeds): the caption names each
+    command that planned a finished run, and the recipe note the norm placements of the runs the table holds."""
+    def grid(archs, seeds, norms):
+        return compare.Grid(label="lbl", recipe="compare_multi30k_de_en", data_bin=tmp_path / "bin", archs=archs,
+                            seeds=seeds, norms=norms, baseline="transformer", work=tmp_path)
+
+    families = grid(["transformer", "transformer_dman"], [1], ["pre"])
+    post = grid(["transformer", "transformer_dman"], [1], ["post"])
+    more_seeds = grid(["transformer", "transformer_dman"], [2], ["pre"])
+    compare.record_command(families, "cmd families")
+    compare.record_command(post, "cmd post")
+    compare.record_command(more_seeds, "cmd seeds")
+    compare.record_command(families, "cmd families")  # run again: once in the history, in its first place
+    compare.record_command(grid(["transformer"], [1], ["pre"]), "cmd subset")  # plans nothing the first did not
+    history = json.loads((tmp_path / "lbl" / "commands.json").read_text())
+    assert [entry["command"] for entry in history] == ["cmd families", "cmd post", "cmd seeds", "cmd subset"]
+    assert history[1]["runs"] == [["transformer", "post", 1], ["transformer_dman", "post", 1]]
+    records = [{"arch": "transformer", "norm": "pre", "seed": 1}, {"arch": "transformer_dman", "norm": "pre", "seed": 1},
+               {"arch": "transformer", "norm": "post", "seed": 1}]
+    # no run of the seeds command has finished, and the subset's runs are the first command's: neither is named;
+    # the two named plan 4 runs, 3 finished
+    assert compare.table_commands(post, records, "this call") == (["cmd families", "cmd post"], 4, 0)
+    # a finished run no recorded command planned (restored from a publication older than the history) is counted
+    extra = records + [{"arch": "transformer_sman", "norm": "pre", "seed": 1}]
+    assert compare.table_commands(post, extra, "this call") == (["cmd families", "cmd post"], 5, 1)
+    assert compare.norm_placements(post, records) == "pre-norm for every architecture; post-norm for `transformer`"
+    assert compare.norm_placements(post, records[:2]) == "pre-norm for every architecture"
+    assert compare.norm_placements(post, []) == "post-norm for every architecture"  # nothing finished: the grid's
+    # a label without a history names this call's command, and the runs it plans
+    other = grid(["transformer", "transformer_dman"], [1, 2], ["pre"])
+    other.label = "fresh"
+    assert compare.table_commands(other, records[:1], "this call") == (["this call"], 4, 0)
+    # the history of a publication joins a work directory's, the published commands first
+    (tmp_path / "published").mkdir()
+    (tmp_path / "published" / "commands.json").write_text(json.dumps([{"command": "cmd old", "runs": []}, history[0]]))
+    compare.merge_commands(tmp_path / "published" / "commands.json", tmp_path / "lbl" / "commands.json")
+    merged = json.loads((tmp_path / "lbl" / "commands.json").read_text())
+    assert [entry["command"] for entry in merged] == ["cmd old", "cmd families", "cmd post", "cmd seeds", "cmd subset"]
+    (tmp_path / "lbl" / "commands.json").write_text("{not json")
+    with pytest.raises(compare.CompareError, match="commands.json: not the list of commands"):
+        compare.record_command(families, "cmd families")

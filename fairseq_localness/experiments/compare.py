@@ -1,7 +1,7 @@
 """One controlled comparison of locality architectures: one recipe, several seeds, significance.
 
     fairseq-localness-compare CORPUS [--archs families|papers|A,B,...] [--seeds 3] [--norm pre[,post]]
-                              [--work runs/compare] [--data-root runs/data] [--jobs 2] [--gpus N] [--fp16]
+                              [--work runs/compare] [--data-root runs/data] [--jobs 1] [--gpus N] [--fp16]
     fairseq-localness-compare --data DATA_BIN --recipe BENCHMARK_OR_YAML --archs A,B ... (your own corpus)
 
 Every (architecture, norm placement, seed) trains with **one** recipe -- the corpus's
@@ -618,8 +618,25 @@ def _ratio(value: Optional[float]) -> str:
     return "n/a" if value is None else f"{value:.2f}"
 
 
-def recipe_summary(grid: Grid) -> str:
-    """The recipe every row shares, as the table prints it."""
+def norm_placements(grid: Grid, records: Sequence[Dict[str, Any]]) -> str:
+    """The norm placements of the table's runs: ``pre-norm for every architecture`` where one placement covers
+    them all, else the architectures of each (a grid's post-norm column adds a few rows). The grid's own
+    placements where no run has finished."""
+    archs: Dict[str, List[str]] = {}
+    for record in records:
+        archs.setdefault(record["norm"], [])
+        if record["arch"] not in archs[record["norm"]]:
+            archs[record["norm"]].append(record["arch"])
+    if not archs:
+        return ", ".join(f"{norm}-norm" for norm in grid.norms) + " for every architecture"
+    every = {arch for names in archs.values() for arch in names}
+    return "; ".join(f"{norm}-norm for " + ("every architecture" if set(archs[norm]) == every
+                                             else ", ".join(f"`{arch}`" for arch in archs[norm]))
+                     for norm in NORMS if norm in archs)
+
+
+def recipe_summary(grid: Grid, records: Sequence[Dict[str, Any]] = ()) -> str:
+    """The recipe every row shares, as the table prints it, with the norm placements of RECORDS' runs."""
     values = benchmark_values(grid.recipe, grid.root / "recipe" if grid.recipe_file else None)  # defaults merged
     model = values.get("model") or {}
     opt = values.get("optimization") or {}
@@ -639,8 +656,72 @@ def recipe_summary(grid: Grid) -> str:
     stop = (f"early stopping on validation loss, patience {ckpt.get('patience')} epochs"
             + (f", or once the learning rate is at most {floor}" if floor is not None and float(floor) > 0 else "")
             + f", at most {opt.get('max_epoch') or '-'} epochs / {opt.get('max_update') or '-'} updates")
-    return f"recipe `{grid.recipe}`: {size}; {optimiser}; {stop}; norm placement: " + \
-        ", ".join(f"{n}-norm" for n in grid.norms) + " for every architecture"
+    return f"recipe `{grid.recipe}`: {size}; {optimiser}; {stop}; norm placement: {norm_placements(grid, records)}"
+
+
+#: the commands that trained under a label, each with the runs it plans, in the order they first ran: the table's
+#: caption names every one that planned a finished run (a published grid grows over several commands: more seeds,
+#: a post-norm column), not only the last
+COMMANDS = "commands.json"
+
+
+def read_commands(path: Path) -> List[Dict[str, Any]]:
+    """The history of ``commands.json`` at PATH ([] where there is none)."""
+    if not path.is_file():
+        return []
+    try:
+        history = json.loads(path.read_text(encoding="utf-8"))
+        if not all(isinstance(entry["command"], str) and all(len(run) == 3 for run in entry["runs"])
+                   for entry in history):
+            raise ValueError("an entry without its command or runs")
+    except (ValueError, TypeError, KeyError) as err:
+        raise CompareError(f"{path}: not the list of commands and their runs that the comparison writes ({err}); "
+                           "move it away and run the command again") from err
+    return history
+
+
+def record_command(grid: Grid, command: str) -> None:
+    """Add COMMAND, with the runs its grid plans, to WORK/LABEL/commands.json (once per command)."""
+    path = grid.root / COMMANDS
+    history = read_commands(path)
+    runs = [[spec.arch, spec.norm, spec.seed] for spec in grid.runs()]
+    for entry in history:
+        if entry["command"] == command:
+            entry["runs"] = runs
+            break
+    else:
+        history.append({"command": command, "runs": runs})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(history, indent=1) + "\n", encoding="utf-8")
+
+
+def table_commands(grid: Grid, records: Sequence[Dict[str, Any]], command: str) -> Tuple[List[str], int, int]:
+    """The commands of the label's history that trained the finished runs, in the order they first ran: each
+    one that planned a finished run no command named before it planned (a rerun elsewhere, or a subset, adds
+    nothing). Also the runs the named commands plan, finished or not, and the finished runs that none of them
+    planned (runs restored from a publication older than the history). COMMAND, this call's, where the history
+    names none."""
+    finished = {(record["arch"], record["norm"], record["seed"]) for record in records}
+    named: List[str] = []
+    planned: set = set()
+    for entry in read_commands(grid.root / COMMANDS):
+        runs = {tuple(run) for run in entry["runs"]}
+        if (runs & finished) - planned:
+            named.append(entry["command"])
+            planned |= runs
+    if not named:
+        return [command], len({(s.arch, s.norm, s.seed) for s in grid.runs()} | finished), 0
+    return named, len(planned | finished), len(finished - planned)
+
+
+def merge_commands(published: Path, local: Path) -> None:
+    """LOCAL's commands.json with the commands of PUBLISHED's that it lacks, published ones first."""
+    theirs, mine = read_commands(published), read_commands(local)
+    known = {entry["command"] for entry in mine}
+    merged = [entry for entry in theirs if entry["command"] not in known] + mine
+    if merged != mine:
+        local.parent.mkdir(parents=True, exist_ok=True)
+        local.write_text(json.dumps(merged, indent=1) + "\n", encoding="utf-8")
 
 
 def measured_dates(grid: Grid, records: List[Dict[str, Any]]) -> str:
@@ -670,12 +751,14 @@ def write_outputs(grid: Grid, records: List[Dict[str, Any]], rows: List[Dict[str
     (root / "runs.csv").write_text(buffer.getvalue(), encoding="utf-8")
     (root / "runs.json").write_text(json.dumps(records, indent=1) + "\n", encoding="utf-8")
     date = measured_dates(grid, records)
-    expected = len(grid.runs())
-    caption = (f"{grid.label}: {len(records)} runs finished ({expected} in the last command's grid); measured {date} "
-               f"on {machine}; "
-               f"command: `{command}`")
+    commands, planned, unrecorded = table_commands(grid, records, command)
+    caption = (f"{grid.label}: {len(records)} runs finished (of the {planned} "
+               f"{'its commands plan' if len(commands) > 1 else 'its command plans'}); measured {date} on {machine}; "
+               f"{'commands' if len(commands) > 1 else 'command'}: " + "; ".join(f"`{c}`" for c in commands)
+               + (f"; and {unrecorded} run(s) of a command not recorded" if unrecorded else ""))
+    summary = recipe_summary(grid, records)
     notes = [
-        f"Mean ± sample sd over seeds. {recipe_summary(grid)}. Checkpoint: lowest validation loss; test split "
+        f"Mean ± sample sd over seeds. {summary}. Checkpoint: lowest validation loss; test split "
         f"decoded with {' '.join(grid.evaluate_flags) or 'evaluate.sh defaults'}.",
         f"Δ: seed-pooled BLEU minus that of `{grid.baseline}` with the same norm placement, on the seeds both have "
         f"(named in the cell where the baseline lacks some); mark and p from a paired bootstrap ({samples:,} "
@@ -685,8 +768,8 @@ def write_outputs(grid: Grid, records: List[Dict[str, Any]], rows: List[Dict[str
         "Speeds: training target tokens/s (fairseq's wps: each run's median epoch, weighted by updates) and "
         "decoding target tokens/s (fairseq-generate), mean over seeds, as ratios to the baseline's mean in the "
         "same grid"
-        + (" (CPU runs share the machine two at a time: ratios carry that noise; docs/benchmark.md measures speed "
-           "on a quiet machine)." if not grid.gpus else "."),
+        + (" (CPU runs: the ratios carry the noise of whatever else ran on the machine, the grid's other runs "
+           "included; docs/benchmark.md measures speed on a quiet machine)." if not grid.gpus else "."),
     ]
     table = markdown_table(rows, grid.baseline)
     text = f"{caption}\n\n{table}\n" + "\n\n".join(notes) + "\n"
@@ -695,7 +778,7 @@ def write_outputs(grid: Grid, records: List[Dict[str, Any]], rows: List[Dict[str
                  "as the runs' training logs record it; a default chosen for a 6-layer encoder, such as 'encoder "
                  "layers 1-3', covers every layer of a 3-layer one):\n\n" + placement_table(rows))
     (root / "table.md").write_text(text, encoding="utf-8")
-    (root / "table.json").write_text(json.dumps({"caption": caption, "recipe": recipe_summary(grid),
+    (root / "table.json").write_text(json.dumps({"caption": caption, "recipe": summary,
                                                  "baseline": grid.baseline, "rows": rows}, indent=1) + "\n",
                                      encoding="utf-8")
     if rows:
@@ -707,7 +790,7 @@ def write_outputs(grid: Grid, records: List[Dict[str, Any]], rows: List[Dict[str
 
 
 PUBLISHED = ("table.md", "table.json", "runs.csv", "runs.json", "curves.csv", "figure.png", "curves.png",
-             "buckets.md", "buckets.csv", "buckets.png")
+             "buckets.md", "buckets.csv", "buckets.png", COMMANDS)
 
 
 #: an evaluation's files that hold the test set's own text: the tokenised reference, and fairseq-generate's output
@@ -734,16 +817,48 @@ def source_lengths(eval_dir: Path) -> List[int]:
     return [int(n) for n in path.read_text(encoding="utf-8").split()]
 
 
-def run_bucket_bleu(eval_dir: Path, edges: Sequence[int], lowercase: bool) -> Dict[str, Tuple[int, float]]:
+class EvaluationTexts:
+    """The tokenised hypotheses and references and the source-length buckets of evaluation directories, each file
+    read once: the BLEU per bucket of every run and the bucket significance tests share them. ``compound_split``:
+    the lines split as the runs' tokenized BLEU was scored (their scores.json records it)."""
+
+    def __init__(self, edges: Sequence[int], compound_split: bool = False):
+        from ..analyses.bleu import buckets_of
+
+        self.buckets = buckets_of(edges)
+        self.compound_split = compound_split
+        self._lines: Dict[Tuple[Path, str], List[str]] = {}
+        self._members: Dict[Path, Dict[Any, List[int]]] = {}
+
+    def lines(self, eval_dir: Path, name: str) -> List[str]:
+        from ..evaluation.scoring import compound_split, read_lines
+
+        if (eval_dir, name) not in self._lines:
+            lines = read_lines(str(eval_dir / name))
+            self._lines[eval_dir, name] = [compound_split(line) for line in lines] if self.compound_split else lines
+        return self._lines[eval_dir, name]
+
+    def members(self, eval_dir: Path) -> Dict[Any, List[int]]:
+        """{bucket: indices of the test sentences whose source falls in it}, from the run's source lengths."""
+        from ..analyses.bleu import bucket_members
+
+        if eval_dir not in self._members:
+            self._members[eval_dir] = bucket_members(source_lengths(eval_dir), self.buckets)
+        return self._members[eval_dir]
+
+
+def run_bucket_bleu(eval_dir: Path, edges: Sequence[int], lowercase: bool,
+                    texts: Optional[EvaluationTexts] = None) -> Dict[str, Tuple[int, float]]:
     """Tokenised BLEU of one run per source-length bucket (words of the source as fairseq-generate prints it,
     after BPE removal): {bucket name: (sentences, BLEU)}; empty buckets are left out."""
-    from ..analyses.bleu import bucket_members, bucket_name, buckets_of
-    from ..evaluation.scoring import read_lines, tokenized_bleu_metric
+    from ..analyses.bleu import bucket_name
+    from ..evaluation.scoring import tokenized_bleu_metric
 
-    hyps, refs = read_lines(str(eval_dir / HYP_TOK)), read_lines(str(eval_dir / REF_TOK))
+    texts = texts or EvaluationTexts(edges)
+    hyps, refs = texts.lines(eval_dir, HYP_TOK), texts.lines(eval_dir, REF_TOK)
     metric = tokenized_bleu_metric(lowercase)
     scores = {}
-    for bucket, rows in bucket_members(source_lengths(eval_dir), buckets_of(edges)).items():
+    for bucket, rows in texts.members(eval_dir).items():
         if rows:
             score = metric.corpus_score([hyps[i] for i in rows], [[refs[i] for i in rows]]).score
             scores[bucket_name(bucket)] = (len(rows), round(score, 2))
@@ -757,33 +872,21 @@ MIN_BUCKET_TEST_SENTENCES = 30
 
 
 def bucket_significance(grid: Grid, records: List[Dict[str, Any]], edges: Sequence[int], lowercase: bool,
-                        samples: int = 1000) -> Dict[Tuple[str, str], Dict[str, Any]]:
+                        samples: int = 1000, texts: Optional[EvaluationTexts] = None,
+                        ) -> Dict[Tuple[str, str], Dict[str, Any]]:
     """Per architecture ((norm, arch)) and source-length bucket: the paired bootstrap of tokenised BLEU on the
     bucket's test sentences against the baseline with the same norm placement, on the seeds both have, as
     :func:`pooled_significance` tests the whole test set (seed k paired with the baseline's seed k, each drawn
     sentence with every seed's output of it). {(norm, arch): {bucket name: Significance}}; the baseline,
     architectures that share no seed with it and buckets of fewer than :data:`MIN_BUCKET_TEST_SENTENCES` sentences
     are left out."""
-    from ..analyses.bleu import bucket_members, bucket_name, buckets_of
-    from ..evaluation.scoring import paired_bootstrap_over_sentences, read_lines, tokenized_bleu_metric
+    from ..analyses.bleu import bucket_name
+    from ..evaluation.scoring import paired_bootstrap_over_sentences, tokenized_bleu_metric
 
+    texts = texts or EvaluationTexts(edges)
     runs: Dict[Tuple[str, str], Dict[int, Path]] = {}
     for record in records:
         runs.setdefault((record["norm"], record["arch"]), {})[record["seed"]] = grid.root / record["eval_dir"]
-    files: Dict[Tuple[Path, str], List[str]] = {}
-
-    def lines(eval_dir: Path, name: str) -> List[str]:
-        if (eval_dir, name) not in files:
-            files[eval_dir, name] = read_lines(str(eval_dir / name))
-        return files[eval_dir, name]
-
-    members: Dict[Path, Dict[Any, List[int]]] = {}  # the buckets' sentences, from a baseline run's sources
-
-    def buckets(eval_dir: Path) -> Dict[Any, List[int]]:
-        if eval_dir not in members:
-            members[eval_dir] = bucket_members(source_lengths(eval_dir), buckets_of(edges))
-        return members[eval_dir]
-
     metric = tokenized_bleu_metric(lowercase)
     result: Dict[Tuple[str, str], Dict[str, Any]] = {}
     for (norm, arch), seeds in runs.items():
@@ -791,10 +894,10 @@ def bucket_significance(grid: Grid, records: List[Dict[str, Any]], edges: Sequen
         common = sorted(set(seeds) & set(base))
         if arch == grid.baseline or not common:
             continue
-        for bucket, rows in buckets(base[common[0]]).items():
+        for bucket, rows in texts.members(base[common[0]]).items():  # the buckets' sentences, from a baseline run
             if len(rows) < MIN_BUCKET_TEST_SENTENCES:
                 continue
-            pick = lambda eval_dir, name: [lines(eval_dir, name)[i] for i in rows]  # noqa: E731
+            pick = lambda eval_dir, name: [texts.lines(eval_dir, name)[i] for i in rows]  # noqa: E731
             result.setdefault((norm, arch), {})[bucket_name(bucket)] = paired_bootstrap_over_sentences(
                 metric, [pick(seeds[k], HYP_TOK) for k in common], [pick(base[k], HYP_TOK) for k in common],
                 [pick(base[k], REF_TOK) for k in common], "tokenized BLEU", samples)
@@ -804,18 +907,22 @@ def bucket_significance(grid: Grid, records: List[Dict[str, Any]], edges: Sequen
 def write_buckets(grid: Grid, records: List[Dict[str, Any]], edges: Sequence[int], lowercase: bool,
                   samples: int = 1000) -> None:
     """buckets.csv (every run) and buckets.md (mean over seeds per architecture, and the difference from the
-    baseline with its significance per bucket): tokenised BLEU by source length."""
+    baseline with its significance per bucket): tokenised BLEU by source length, scored as the runs' tokenized
+    BLEU column (their scores.json's lowercasing and compound splitting; ``lowercase`` where none records it)."""
+    settings = scoring_settings([grid.root / record["eval_dir"] for record in records], lowercase)
+    lowercase = settings["lowercase"]
     lines = ["corpus,arch,norm,seed,bucket,sentences,tokenized_bleu"]
     means: Dict[Tuple[str, str], Dict[str, List[float]]] = {}
     sizes: Dict[str, int] = {}
+    texts = EvaluationTexts(edges, settings["compound_split"])
     for record in records:
-        scores = run_bucket_bleu(grid.root / record["eval_dir"], edges, lowercase)
+        scores = run_bucket_bleu(grid.root / record["eval_dir"], edges, lowercase, texts)
         for bucket, (count, bleu) in scores.items():
             lines.append(f"{grid.label},{record['arch']},{record['norm']},{record['seed']},{bucket},{count},{bleu}")
             means.setdefault((record["norm"], record["arch"]), {}).setdefault(bucket, []).append(bleu)
             sizes[bucket] = count
     (grid.root / "buckets.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    tests = bucket_significance(grid, records, edges, lowercase, samples)
+    tests = bucket_significance(grid, records, edges, lowercase, samples, texts)
     order = list(sizes)
     table = ["| architecture | norm | " + " | ".join(f"{b} ({sizes[b]})" for b in order) + " |",
              "|---|---|" + "---|" * len(order)]
@@ -830,7 +937,7 @@ def write_buckets(grid: Grid, records: List[Dict[str, Any]], edges: Sequence[int
                 cell += " (baseline)"
             cells.append(cell)
         table.append(f"| `{arch}` | {norm} | " + " | ".join(cells) + " |")
-    caption = (f"{grid.label}: tokenized BLEU by source length in words (the header gives each bucket's "
+    caption = (f"{grid.label}: tokenized BLEU by source length in tokenised words (the header gives each bucket's "
                f"sentences), mean ± sd over seeds; {len(records)} runs; written {datetime.date.today().isoformat()} "
                "by the command of table.md. "
                f"In brackets: seed-pooled BLEU of the bucket minus that of `{grid.baseline}` (same norm placement, the "
@@ -957,6 +1064,7 @@ def restore_published(grid: Grid, directory: Path) -> List[RunSpec]:
     restored = [spec for spec, _ in missing]
     if restored and not (grid.root / "grid.json").is_file() and (source_root / "grid.json").is_file():
         shutil.copyfile(source_root / "grid.json", grid.root / "grid.json")
+    merge_commands(source_root / COMMANDS, grid.root / COMMANDS)
     return restored
 
 
@@ -1303,6 +1411,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
     # the command that trains these runs and writes this table: --table-only only rewrites what it wrote
     command = "fairseq-localness-compare " + shlex.join(a for a in argv if a != "--table-only")
+    if not args.dry_run and not args.table_only:
+        try:
+            record_command(grid, command)
+        except CompareError as err:
+            print(f"fairseq-localness-compare: error: {err}", file=sys.stderr)
+            return 2
     specs = grid.runs()
     if args.dry_run:
         for index, spec in enumerate(specs, 1):
