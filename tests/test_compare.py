@@ -949,3 +949,24 @@ def test_the_caption_names_every_command_of_the_label_and_the_norms_of_its_runs(
     (tmp_path / "lbl" / "commands.json").write_text("{not json")
     with pytest.raises(compare.CompareError, match="commands.json: not the list of commands"):
         compare.record_command(families, "cmd families")
+
+
+def test_rows_keep_the_order_of_the_first_command(tmp_path):
+    """A later command (a post-norm column of three) does not reorder the rows of the first: the baseline, then
+    the architectures as the label's commands listed them, pre-norm before post-norm."""
+    def grid(archs, norms):
+        return compare.Grid(label="lbl", recipe="compare_multi30k_de_en", data_bin=tmp_path / "bin", archs=archs,
+                            seeds=[1], norms=norms, baseline="transformer", work=tmp_path)
+
+    families = grid(["transformer", "transformer_dman", "transformer_alibi"], ["pre"])
+    post = grid(["transformer", "transformer_sman"], ["post"])
+    for spec in families.runs() + post.runs():
+        (post.scores_path(spec)).parent.mkdir(parents=True)
+        post.scores_path(spec).write_text("{}")
+    compare.record_command(families, "cmd families")
+    compare.record_command(post, "cmd post")
+    assert [(s.arch, s.norm) for s in compare.finished_specs(post)] == [
+        ("transformer", "pre"), ("transformer_dman", "pre"), ("transformer_alibi", "pre"),
+        ("transformer", "post"), ("transformer_sman", "post")]
+    (tmp_path / "lbl" / "commands.json").unlink()  # no history: this call's grid first, then the rest by name
+    assert [s.arch for s in compare.finished_specs(post)][:3] == ["transformer", "transformer_alibi", "transformer_dman"]

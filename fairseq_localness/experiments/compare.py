@@ -1184,14 +1184,17 @@ def plot(rows: List[Dict[str, Any]], baseline: str, path: Path, title: str) -> N
 
 def finished_specs(grid: Grid) -> List[RunSpec]:
     """Every finished run under WORK/LABEL, this invocation's grid or an earlier one's (the same recipe and data,
-    :func:`claim_label`): ``--archs norm --norm post`` adds a column to the same table."""
+    :func:`claim_label`): ``--archs norm --norm post`` adds a column to the same table. Ordered by norm placement,
+    then the baseline and the architectures in the order the label's commands listed them (the first command's
+    order stays the table's when a later one adds a few), then the rest by name."""
     specs = []
     for scores in sorted(grid.root.glob(f"*/*/seed*/{EVAL_DIR}/{SCORES}")):
         run_dir = scores.parent.parent
         norm, arch, seed = run_dir.parent.parent.name, run_dir.parent.name, run_dir.name[len("seed"):]
         if norm in NORMS and seed.isdigit():
             specs.append(RunSpec(arch, norm, int(seed)))
-    order = {a: i for i, a in enumerate([grid.baseline] + grid.archs)}
+    listed = [run[0] for entry in read_commands(grid.root / COMMANDS) for run in entry["runs"]]
+    order = {a: i for i, a in enumerate(dict.fromkeys([grid.baseline] + listed + grid.archs))}
     return sorted(specs, key=lambda s: (NORMS.index(s.norm), order.get(s.arch, len(order)), s.arch, s.seed))
 
 
