@@ -40,6 +40,13 @@ def test_there_are_configs_for_every_benchmark_and_size():
             assert family + size in ARCHS, f"{family} lacks a config for size {size}"
 
 
+def test_every_architecture_of_the_plugin_has_a_config():
+    """scripts/train.sh ARCH composes configs/arch/ARCH.yaml: every architecture the plugin registers has one."""
+    ours = [arch for arch, model in registered_archs().items() if model.__module__.startswith("fairseq_localness")
+            and "docs_test" not in arch]  # tests/test_docs.py registers a throwaway method's architecture
+    assert len(ours) >= 100 and [arch for arch in ours if arch not in ARCHS] == []
+
+
 def test_every_arch_config_names_a_registered_architecture():
     for arch in ARCHS:
         cfg = launch.compose(BENCHMARKS[0], arch)
