@@ -970,3 +970,16 @@ def test_rows_keep_the_order_of_the_first_command(tmp_path):
         ("transformer", "post"), ("transformer_sman", "post")]
     (tmp_path / "lbl" / "commands.json").unlink()  # no history: this call's grid first, then the rest by name
     assert [s.arch for s in compare.finished_specs(post)][:3] == ["transformer", "transformer_alibi", "transformer_dman"]
+
+
+def test_point_labels_are_placed_where_they_overprint_no_other():
+    # anchors in points. Two rows at one point (a tie, as csan2d and fire at 39.61): the second label goes below
+    # the point; a third there goes above-left; a fourth below-left; one far away keeps its place up-right
+    width = compare.LABEL_CHAR * 4  # 4-character labels
+    offsets = compare.label_offsets([(100, 100)] * 4 + [(400, 300)], ["aaaa", "bbbb", "cccc", "dddd", "eeee"])
+    line = compare.LABEL_LINE
+    assert offsets == [(3, 3), (3, -line - 2), (-width - 3, 3), (-width - 3, -line - 2), (3, 3)]
+    # a label right of its point ends where the next point's label would start: no overlap, no move
+    assert compare.label_offsets([(0, 0), (3 + width, 0)], ["aaaa", "bbbb"]) == [(3, 3), (3, 3)]
+    # one more line up is enough to clear a label
+    assert compare.label_offsets([(0, 0), (0, line)], ["aaaa", "bbbb"]) == [(3, 3), (3, 3)]

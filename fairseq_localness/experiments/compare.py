@@ -1157,21 +1157,52 @@ def pyplot():
     return plt
 
 
+#: point labels of the figure: font size, and a character's width and a line's height in points (DejaVu Sans)
+LABEL_FONT, LABEL_CHAR, LABEL_LINE = 7, 4.4, 9.0
+
+
+def label_offsets(anchors: Sequence[Tuple[float, float]], texts: Sequence[str]) -> List[Tuple[float, float]]:
+    """Text offsets in points for the labels TEXTS of points at ANCHORS (in points from the axes' corner): the
+    first place that overprints no label placed before it,
+    of up and right of the point, down and right, up and left, down and left, then a line lower at a time on
+    the right. Two rows with the same BLEU and speed (a tie) stay readable."""
+    placed: List[Tuple[float, float, float, float]] = []
+
+    def free(x0: float, y0: float, width: float) -> bool:
+        return all(x0 + width <= a or x0 >= b or y0 + LABEL_LINE <= c or y0 >= d for a, b, c, d in placed)
+
+    offsets = []
+    for (x, y), text in zip(anchors, texts):
+        width = LABEL_CHAR * len(text)
+        candidates = [(3.0, 3.0), (3.0, -LABEL_LINE - 2), (-width - 3, 3.0), (-width - 3, -LABEL_LINE - 2)]
+        candidates += [(3.0, 3.0 - LABEL_LINE * k) for k in range(2, 12)]
+        chosen = next((c for c in candidates if free(x + c[0], y + c[1], width)), candidates[0])
+        placed.append((x + chosen[0], x + chosen[0] + width, y + chosen[1], y + chosen[1] + LABEL_LINE))
+        offsets.append(chosen)
+    return offsets
+
+
 def plot(rows: List[Dict[str, Any]], baseline: str, path: Path, title: str) -> None:
     """BLEU (mean, error bar: sd over seeds) against the training-speed ratio to the baseline."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 5.5))
     metric = "sacrebleu" if any(r["sacrebleu"] is not None for r in rows) else "tokenized_bleu"
+    labelled = []
     for norm, marker in (("pre", "o"), ("post", "s")):
         points = [r for r in rows if r["norm"] == norm and r[metric] is not None]
         if not points:
             continue
         ax.errorbar([r["train_speed_ratio"] or 1.0 for r in points], [r[metric] for r in points],
                     yerr=[r[f"{metric}_sd"] or 0.0 for r in points], fmt=marker, capsize=3, label=f"{norm}-norm")
-        for r in points:
-            ax.annotate(r["arch"].replace("transformer_", "") if r["arch"] != baseline else r["arch"],
-                        (r["train_speed_ratio"] or 1.0, r[metric]), fontsize=7, xytext=(3, 3),
-                        textcoords="offset points")
+        labelled += [(r["arch"].replace("transformer_", "") if r["arch"] != baseline else r["arch"],
+                      (r["train_speed_ratio"] or 1.0, r[metric])) for r in points]
+    ax.get_xlim(), ax.get_ylim()  # settle the autoscaled limits the points set, before reading them
+    box = ax.get_position()  # the axes in figure fractions: data -> axes fractions -> points
+    size = (fig.get_figwidth() * 72 * box.width, fig.get_figheight() * 72 * box.height)
+    anchors = [(u * size[0], v * size[1]) for u, v in (ax.transLimits.transform(xy) for _, xy in labelled)]
+    texts = [text for text, _ in labelled]
+    for (text, xy), offset in zip(labelled, label_offsets(anchors, texts)):
+        ax.annotate(text, xy, fontsize=LABEL_FONT, xytext=offset, textcoords="offset points")
     ax.set_xlabel(f"training speed relative to {baseline} (same grid)")
     ax.set_ylabel(("sacreBLEU" if metric == "sacrebleu" else "tokenized BLEU") + " (mean ± sd over seeds)")
     ax.set_title(title, fontsize=9)
