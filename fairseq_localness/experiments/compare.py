@@ -1163,9 +1163,9 @@ LABEL_FONT, LABEL_CHAR, LABEL_LINE = 7, 4.4, 9.0
 
 def label_offsets(anchors: Sequence[Tuple[float, float]], texts: Sequence[str]) -> List[Tuple[float, float]]:
     """Text offsets in points for the labels TEXTS of points at ANCHORS (in points from the axes' corner): the
-    first place that overprints no label placed before it,
-    of up and right of the point, down and right, up and left, down and left, then a line lower at a time on
-    the right. Two rows with the same BLEU and speed (a tie) stay readable."""
+    first place that overprints no label placed before it, of up and right of the point, down and right, up and
+    left, down and left, then a line lower at a time on the right. Two rows with the same BLEU and speed (a tie)
+    stay readable. The boxes are estimates (a mean character width; the axes before tight_layout's last move)."""
     placed: List[Tuple[float, float, float, float]] = []
 
     def free(x0: float, y0: float, width: float) -> bool:
