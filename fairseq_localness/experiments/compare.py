@@ -680,6 +680,11 @@ def read_commands(path: Path) -> List[Dict[str, Any]]:
     return history
 
 
+def write_commands(path: Path, history: List[Dict[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(history, indent=1) + "\n", encoding="utf-8")
+
+
 def record_command(grid: Grid, command: str) -> None:
     """Add COMMAND, with the runs its grid plans, to WORK/LABEL/commands.json (once per command)."""
     path = grid.root / COMMANDS
@@ -691,8 +696,7 @@ def record_command(grid: Grid, command: str) -> None:
             break
     else:
         history.append({"command": command, "runs": runs})
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(history, indent=1) + "\n", encoding="utf-8")
+    write_commands(path, history)
 
 
 def table_commands(grid: Grid, records: Sequence[Dict[str, Any]], command: str) -> Tuple[List[str], int, int]:
@@ -720,8 +724,7 @@ def merge_commands(published: Path, local: Path) -> None:
     known = {entry["command"] for entry in mine}
     merged = [entry for entry in theirs if entry["command"] not in known] + mine
     if merged != mine:
-        local.parent.mkdir(parents=True, exist_ok=True)
-        local.write_text(json.dumps(merged, indent=1) + "\n", encoding="utf-8")
+        write_commands(local, merged)
 
 
 def measured_dates(grid: Grid, records: List[Dict[str, Any]]) -> str:
