@@ -262,6 +262,7 @@ def test_every_family_trains_with_the_recipe(tmp_path):
     (["multi30k_de_en", "--fp16"], "--fp16 .* --gpus"),
     (["multi30k_de_en", "--norm", "middle"], "--norm 'middle'"),
     (["multi30k_de_en", "--recipe", "nonexistent.yaml"], "--recipe nonexistent.yaml: no such file"),
+    (["multi30k_de_en", "--bootstrap-samples", "0"], "argument --bootstrap-samples: 0: must be 1 or more"),
 ])
 def test_bad_input_is_named_with_exit_code_2(argv, message, tmp_path):
     proc = run(COMPARE + argv + ["--work", str(tmp_path)], check=False)
@@ -845,7 +846,8 @@ def test_bleu_by_length_tests_each_bucket_against_the_baseline(tmp_path, monkeyp
         (eval_dir / "ref.tok.txt").write_text("\n".join(refs) + "\n")
         (eval_dir / "scores.json").write_text(json.dumps({"tokenized_bleu": {"lowercase": False}}))
         records.append({"arch": arch, "norm": "pre", "seed": 1, "eval_dir": str(eval_dir.relative_to(grid.root))})
-    tests = compare.bucket_significance(grid, records, [5], lowercase=False, samples=1000)
+    tests = compare.bucket_significance(grid, records, compare.EvaluationTexts([5]), lowercase=False,
+                                         samples=1000)
     # bucket 1-5: every resample differs by the observed 100 BLEU, so none exceeds it: p = 1 / 1001. Bucket >5
     # has 5 sentences, fewer than MIN_BUCKET_TEST_SENTENCES: no test. The baseline is not tested against itself.
     assert list(tests) == [("pre", "transformer_gaussian_local")]

@@ -125,6 +125,23 @@ def test_an_output_directory_holding_files_no_evaluation_wrote_is_refused(eval_d
         evaluate.evaluate(evaluate.build_parser().parse_args([*args[:-1], str(checkpoints / "a-file")]))
 
 
+def test_a_bootstrap_without_resamples_is_refused_by_every_door(eval_dirs, recorded, tmp_path, capsys):
+    """With no resample the paired bootstrap's p would be 1 whatever the systems did: evaluate refuses it against
+    a baseline before decoding, the scoring door before reading, and the library function itself."""
+    data_bin, checkpoints = eval_dirs
+    (tmp_path / "hyp").write_text("a b\n")
+    args = [str(checkpoints), str(data_bin), "--baseline-hyp", str(tmp_path / "hyp"), "--bootstrap-samples", "0"]
+    with pytest.raises(evaluate.EvalError, match="--bootstrap-samples 0 with --baseline-hyp"):
+        evaluate.evaluate(evaluate.build_parser().parse_args(args))
+    assert "generate" not in recorded
+    with pytest.raises(SystemExit) as exit:
+        scoring.main(["--hyp", str(tmp_path / "hyp"), "--ref", str(tmp_path / "hyp"), "--baseline-hyp",
+                      str(tmp_path / "hyp"), "--bootstrap-samples", "0"])
+    assert exit.value.code == 2 and "--bootstrap-samples 0 with --baseline-hyp" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="at least 1 resample, got 0"):
+        scoring.paired_bootstrap(scoring.tokenized_bleu_metric(), ["a b"], ["a b"], ["a b"], "BLEU", 0)
+
+
 def test_the_scoring_door_never_replaces_a_json_file(tmp_path, capsys):
     (tmp_path / "hyp").write_text("a b\n")
     (tmp_path / "mine.json").write_text("{}\n")

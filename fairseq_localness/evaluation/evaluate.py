@@ -167,7 +167,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="sacreBLEU tokenizer [13a; zh for Chinese, ja-mecab for Japanese]")
     g.add_argument("--baseline-hyp", help="baseline for paired bootstrap: its tokenised hypotheses, "
                                           "or its evaluation directory (then sacreBLEU is tested too)")
-    g.add_argument("--bootstrap-samples", type=int_at_least(0, "must be 0 or more"), default=1000)
+    g.add_argument("--bootstrap-samples", type=int_at_least(0, "must be 0 or more"), default=1000,
+                   help="paired bootstrap resamples of the test against --baseline-hyp [1000]")
     g = p.add_argument_group("output")
     g.add_argument("--out", help="output directory [CHECKPOINT_DIR/eval-SUBSET-<checkpoint>]")
     g.add_argument("--force", action="store_true", help="overwrite an earlier evaluation in OUT")
@@ -237,6 +238,8 @@ def evaluate(a: argparse.Namespace) -> dict[str, Any]:
             raise EvalError(f"{flag} {path}: no such file")
     base_tok = base_detok = None
     if a.baseline_hyp:
+        if a.bootstrap_samples == 0:
+            raise EvalError(scoring.NO_RESAMPLES)
         base_tok, base_detok = scoring.baseline_files(a.baseline_hyp)
     n = subset_size(a.data_bin, a.subset, src, tgt)
     texts: dict[str, list[str] | None] = {}  # the files' lines, each checked against the split size

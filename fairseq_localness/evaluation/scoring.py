@@ -30,6 +30,7 @@ from typing import Any, Sequence
 from sacrebleu.metrics import BLEU, CHRF
 from sacrebleu.metrics.base import Metric
 
+from ..cli import int_at_least
 from .outputs import HYP_DETOK, HYP_TOK
 
 # fairseq compound_split_bleu.sh: perl -ple 's{(\S)-(\S)}{$1 ##AT##-##AT## $2}g'
@@ -128,6 +129,10 @@ def bootstrap_seed() -> int | None:
     return None if seed.lower() == "none" else int(seed)
 
 
+#: the doors' refusal of a paired bootstrap without resamples: its p would be 1 whatever the systems did
+NO_RESAMPLES = "--bootstrap-samples 0 with --baseline-hyp: the paired bootstrap needs at least 1 resample [1000]"
+
+
 def paired_bootstrap_over_sentences(metric: Metric, systems: Sequence[Sequence[str]],
                                     baselines: Sequence[Sequence[str]], references: Sequence[Sequence[str]],
                                     name: str, samples: int = 1000) -> Significance:
@@ -147,6 +152,8 @@ def paired_bootstrap_over_sentences(metric: Metric, systems: Sequence[Sequence[s
     system this is sacreBLEU's paired bootstrap exactly."""
     import numpy as np
 
+    if samples < 1:
+        raise ValueError(f"paired bootstrap needs at least 1 resample, got {samples}")
     outputs = len(references)
     if not (outputs and len(systems) == len(baselines) == outputs):
         raise ValueError(f"paired bootstrap needs one system and one baseline output per reference set: "
@@ -290,9 +297,12 @@ def main(argv: Sequence[str] | None = None) -> None:
                    help="override sacreBLEU's tokenizer (13a, intl, zh, char, ...)")
     p.add_argument("--baseline-hyp", help="baseline's tokenised hypotheses, or its evaluation directory")
     p.add_argument("--baseline-detok-hyp", help="baseline's detokenised hypotheses (sacreBLEU significance)")
-    p.add_argument("--bootstrap-samples", type=int, default=1000)
+    p.add_argument("--bootstrap-samples", type=int_at_least(0, "must be 0 or more"), default=1000,
+                   help="paired bootstrap resamples of the test against --baseline-hyp [1000]")
     p.add_argument("--json", help="also write the scores here (a new file)")
     a = p.parse_args(argv)
+    if a.baseline_hyp and a.bootstrap_samples == 0:
+        p.error(NO_RESAMPLES)
     if a.json and os.path.exists(a.json):
         p.error(f"--json {a.json} exists; choose another file (nothing was overwritten)")
     try:

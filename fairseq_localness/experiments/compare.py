@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from ..cli import int_at_least
 from ..evaluation.outputs import HYP_DETOK, HYP_TOK, REF_TOK, SCORES, generate_log, generate_output
 from ..paths import CONFIG_DIR, REPO, SCRIPTS_DIR, CheckoutError, require_checkout
 from ..provenance import checkout_of, machine_description, portable_paths
@@ -850,14 +851,12 @@ class EvaluationTexts:
         return self._members[eval_dir]
 
 
-def run_bucket_bleu(eval_dir: Path, edges: Sequence[int], lowercase: bool,
-                    texts: Optional[EvaluationTexts] = None) -> Dict[str, Tuple[int, float]]:
-    """Tokenised BLEU of one run per source-length bucket (words of the source as fairseq-generate prints it,
-    after BPE removal): {bucket name: (sentences, BLEU)}; empty buckets are left out."""
+def run_bucket_bleu(eval_dir: Path, texts: EvaluationTexts, lowercase: bool) -> Dict[str, Tuple[int, float]]:
+    """Tokenised BLEU of one run per source-length bucket of ``texts`` (words of the source as fairseq-generate
+    prints it, after BPE removal): {bucket name: (sentences, BLEU)}; empty buckets are left out."""
     from ..analyses.bleu import bucket_name
     from ..evaluation.scoring import tokenized_bleu_metric
 
-    texts = texts or EvaluationTexts(edges)
     hyps, refs = texts.lines(eval_dir, HYP_TOK), texts.lines(eval_dir, REF_TOK)
     metric = tokenized_bleu_metric(lowercase)
     scores = {}
@@ -874,11 +873,10 @@ def run_bucket_bleu(eval_dir: Path, edges: Sequence[int], lowercase: bool,
 MIN_BUCKET_TEST_SENTENCES = 30
 
 
-def bucket_significance(grid: Grid, records: List[Dict[str, Any]], edges: Sequence[int], lowercase: bool,
-                        samples: int = 1000, texts: Optional[EvaluationTexts] = None,
-                        ) -> Dict[Tuple[str, str], Dict[str, Any]]:
-    """Per architecture ((norm, arch)) and source-length bucket: the paired bootstrap of tokenised BLEU on the
-    bucket's test sentences against the baseline with the same norm placement, on the seeds both have, as
+def bucket_significance(grid: Grid, records: List[Dict[str, Any]], texts: EvaluationTexts, lowercase: bool,
+                        samples: int = 1000) -> Dict[Tuple[str, str], Dict[str, Any]]:
+    """Per architecture ((norm, arch)) and source-length bucket of ``texts``: the paired bootstrap of tokenised
+    BLEU on the bucket's test sentences against the baseline with the same norm placement, on the seeds both have, as
     :func:`pooled_significance` tests the whole test set (seed k paired with the baseline's seed k, each drawn
     sentence with every seed's output of it). {(norm, arch): {bucket name: Significance}}; the baseline,
     architectures that share no seed with it and buckets of fewer than :data:`MIN_BUCKET_TEST_SENTENCES` sentences
@@ -886,7 +884,6 @@ def bucket_significance(grid: Grid, records: List[Dict[str, Any]], edges: Sequen
     from ..analyses.bleu import bucket_name
     from ..evaluation.scoring import paired_bootstrap_over_sentences, tokenized_bleu_metric
 
-    texts = texts or EvaluationTexts(edges)
     runs: Dict[Tuple[str, str], Dict[int, Path]] = {}
     for record in records:
         runs.setdefault((record["norm"], record["arch"]), {})[record["seed"]] = grid.root / record["eval_dir"]
@@ -919,13 +916,13 @@ def write_buckets(grid: Grid, records: List[Dict[str, Any]], edges: Sequence[int
     sizes: Dict[str, int] = {}
     texts = EvaluationTexts(edges, settings["compound_split"])
     for record in records:
-        scores = run_bucket_bleu(grid.root / record["eval_dir"], edges, lowercase, texts)
+        scores = run_bucket_bleu(grid.root / record["eval_dir"], texts, lowercase)
         for bucket, (count, bleu) in scores.items():
             lines.append(f"{grid.label},{record['arch']},{record['norm']},{record['seed']},{bucket},{count},{bleu}")
             means.setdefault((record["norm"], record["arch"]), {}).setdefault(bucket, []).append(bleu)
             sizes[bucket] = count
     (grid.root / "buckets.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    tests = bucket_significance(grid, records, edges, lowercase, samples, texts)
+    tests = bucket_significance(grid, records, texts, lowercase, samples)
     order = list(sizes)
     table = ["| architecture | norm | " + " | ".join(f"{b} ({sizes[b]})" for b in order) + " |",
              "|---|---|" + "---|" * len(order)]
@@ -1351,7 +1348,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--eval-args", default="", help="more scripts/evaluate.sh options for every run, one quoted string")
     parser.add_argument("--length-buckets", help="upper edges of source-length buckets (words) for buckets.md, "
                         "e.g. 10,20,30 [the corpus's]")
-    parser.add_argument("--bootstrap-samples", type=int, default=1000, help="paired bootstrap samples [1000]")
+    parser.add_argument("--bootstrap-samples", default=1000, help="paired bootstrap resamples [1000]",
+                        type=int_at_least(1, "must be 1 or more: every table tests each architecture against "
+                                             "the baseline"))
     parser.add_argument("--publish", type=Path,
                         help="also copy the table, runs, figure and learning curves to PUBLISH/LABEL (e.g. docs/results)")
     parser.add_argument("--dry-run", action="store_true", help="validate and print every run's commands; train nothing")
