@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU checks in one time-boxed pass, for a GPU lent for minutes rather than hours (see docs/gpu.md).
+# The GPU checks in one time-boxed pass, for a GPU at hand for minutes rather than hours (see docs/gpu.md).
 #
 #   scripts/gpu_timeboxed.sh            # about 9.5 minutes; results in $OUT (else runs/gpu-timeboxed)
 #
@@ -28,7 +28,7 @@ work="$(mktemp -d /tmp/gpu-timeboxed.XXXXXX)"
 mkdir -p "$out"
 start=$(date +%s)
 mark() { echo "[$(( $(date +%s) - start )) s] $*" | tee -a "$work/timeline.txt"; }
-# logs and result files only: checkpoints and binarized data would exceed what a lease can bring back
+# logs and result files only: checkpoints and binarized data would exceed what a short run can copy back
 pack() { tar -czf "$out/gpu_timeboxed_logs.tar.gz" --exclude='*.pt' --exclude='*.bin' --exclude='*.idx' -C "$work" . 2>/dev/null; }
 
 wheels="$repo/.gpu/wheels"

@@ -72,7 +72,9 @@ def run(
 
 
 def flags(options: Dict[str, object]) -> List[str]:
-    """{'encoder_layers': 3} -> ['--encoder-layers', '3']."""
+    """{'encoder_layers': 3, 'cnns_separable': True} -> ['--encoder-layers', '3', '--cnns-separable', 'True']:
+    every option gets a value, as the plugin's flags take one (its booleans parse true/false). fairseq's own
+    valueless switches (``--share-all-embeddings``) have no place here: a value after them is a stray argument."""
     out: List[str] = []
     for key, value in options.items():
         out += ["--" + key.replace("_", "-"), str(value)]
