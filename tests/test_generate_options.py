@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import io
 from pathlib import Path
-from typing import Dict, List
+from typing import Any, Dict, List, Tuple
 
 import pytest
 import torch
@@ -87,18 +87,40 @@ def checkpoints(data_bin, tmp_path_factory):
     return checkpoint
 
 
-def generate(data_bin: Path, checkpoint: Path, extra: List[str], out: Path) -> List[str]:
-    """fairseq-generate in-process; the lines of its output file."""
+#: {(parser, argv): fairseq's config of a decoding command line}: the conversion (Hydra composes an override per
+#: option) takes seconds, ten times the tiny decoding, and no option here depends on the family, whose
+#: architecture comes from the checkpoint. Each decode names its checkpoint (and output) in the one config: a
+#: copy of an OmegaConf config costs seconds too, and fairseq's decoding mains change theirs only to fill in
+#: defaults (interactive's batch size 1), the same at every call
+_CONFIGS: Dict[Tuple[str, Tuple[str, ...]], Any] = {}
+
+
+def decoding_config(parser: str, argv: List[str], checkpoint: Path):
+    """fairseq's config of ``argv`` (``--path`` left out) for the ``parser`` ('generation' or 'interactive'),
+    converted once per command line, with ``checkpoint`` as its model. No data-loading worker: a worker process
+    per decode takes seconds to start and join, beside a decoding of 8 sentences."""
     from fairseq import options
     from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+
+    key = (parser, tuple(argv))
+    if key not in _CONFIGS:
+        make = {"generation": options.get_generation_parser, "interactive": options.get_interactive_generation_parser}
+        args = options.parse_args_and_arch(make[parser](), [*argv, "--path", "CHECKPOINT", "--num-workers", "0"])
+        _CONFIGS[key] = convert_namespace_to_omegaconf(args)
+    cfg = _CONFIGS[key]
+    cfg.common_eval.path = str(checkpoint)
+    return cfg
+
+
+def generate(data_bin: Path, checkpoint: Path, extra: List[str], out: Path) -> List[str]:
+    """fairseq-generate in-process; the lines of its output file."""
     from fairseq_cli.generate import main
 
-    parser = options.get_generation_parser()
-    args = options.parse_args_and_arch(parser, [
-        str(data_bin), "--user-dir", USER_DIR, "--path", str(checkpoint), "--batch-size", "16",
-        "--max-len-a", "0", "--max-len-b", "12", "--results-path", str(out), "--seed", "1", *extra,
-    ])
-    main(convert_namespace_to_omegaconf(args))
+    cfg = decoding_config("generation", [
+        str(data_bin), "--user-dir", USER_DIR, "--batch-size", "16", "--max-len-a", "0", "--max-len-b", "12",
+        "--seed", "1", *extra], checkpoint)
+    cfg.common_eval.results_path = str(out)
+    main(cfg)
     return (out / "generate-test.txt").read_text().splitlines()
 
 
@@ -161,20 +183,17 @@ def test_generate_option_matrix(arch, data_bin, checkpoints, tmp_path):
 
 def constrained_translations(data_bin: Path, checkpoint: Path, tmp_path: Path) -> bool:
     """fairseq-interactive --constraints: every output contains its constraint token."""
-    from fairseq import options
-    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
     from fairseq_cli.interactive import main
 
     source = tmp_path / "input.txt"
     source.write_text("w1 w2 w3\tW3\nw4 w5\tW9\n")
-    parser = options.get_interactive_generation_parser()
-    args = options.parse_args_and_arch(parser, [
-        str(data_bin), "--user-dir", USER_DIR, "--path", str(checkpoint), "--source-lang", "src", "--target-lang", "tgt",
-        "--beam", "3", "--constraints", "ordered", "--input", str(source), "--max-len-a", "0", "--max-len-b", "8",
-    ])
+    cfg = decoding_config("interactive", [
+        str(data_bin), "--user-dir", USER_DIR, "--source-lang", "src", "--target-lang", "tgt", "--beam", "3",
+        "--constraints", "ordered", "--max-len-a", "0", "--max-len-b", "8"], checkpoint)
+    cfg.interactive.input = str(source)
     stdout = io.StringIO()
     with contextlib.redirect_stdout(stdout):
-        main(convert_namespace_to_omegaconf(args))
+        main(cfg)
     hyps = [line.split("\t")[2].split() for line in stdout.getvalue().splitlines() if line.startswith("H-")]
     assert len(hyps) == 2, stdout.getvalue()[-2000:]
     assert "W3" in hyps[0] and "W9" in hyps[1], hyps
