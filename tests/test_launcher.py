@@ -83,6 +83,34 @@ def test_cpu_processes_are_one_gloo_rank_each():
             assert part in command
 
 
+def test_cpu_trainings_get_the_allocator_settings_unless_the_user_chose(tmp_path, monkeypatch):
+    """A CPU training's processes see CPU_ALLOCATOR_ENV (and one thread each when several ranks share the cores);
+    one MALLOC_ setting of the user's means the user chose, and none is added; a GPU training is left alone."""
+    from fairseq_localness.experiments import processes
+
+    def child_env(**kwargs) -> dict:
+        out = tmp_path / "env.txt"
+        command = [sys.executable, "-c", f"import json, os; open({str(out)!r}, 'w').write(json.dumps(dict(os.environ)))"]
+        assert processes.run_processes([command], **kwargs) == 0
+        import json
+
+        return json.loads(out.read_text())
+
+    for name in processes.CPU_ALLOCATOR_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OMP_NUM_THREADS", "4")
+    env = child_env(cpu_workers=False, cpu=True)
+    assert {name: env[name] for name in processes.CPU_ALLOCATOR_ENV} == {
+        "MALLOC_MMAP_THRESHOLD_": "33554432", "MALLOC_TOP_PAD_": "536870912", "MALLOC_TRIM_THRESHOLD_": "4294967296"}
+    assert env["OMP_NUM_THREADS"] == "4"  # one process keeps the threads it was given
+    assert child_env(cpu_workers=True)["OMP_NUM_THREADS"] == "1"
+    assert not set(processes.CPU_ALLOCATOR_ENV) & set(child_env(cpu_workers=False))  # a GPU training
+    monkeypatch.setenv("MALLOC_TOP_PAD_", "0")
+    env = child_env(cpu_workers=False, cpu=True)
+    assert env["MALLOC_TOP_PAD_"] == "0" and "MALLOC_MMAP_THRESHOLD_" not in env
+    assert processes.allocator_line(env) == "CPU allocator: MALLOC_TOP_PAD_=0"
+
+
 @pytest.mark.parametrize("args,message", [
     (["wmt14_en_de_base", "transformer_nope", "--data", "/d"], "no config for architecture 'transformer_nope'"),
     (["wmt_nope", "transformer", "--data", "/d"], "unknown benchmark 'wmt_nope'"),

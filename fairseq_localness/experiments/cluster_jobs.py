@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from .launch import Launch, describe
-from .processes import STOP_GRACE_S, Children, process_alive
+from .processes import STOP_GRACE_S, Children, allocator_line, cpu_training_env, process_alive
 from .runlog import stats
 
 
@@ -96,7 +96,10 @@ class TrainJob(_ChildJob):
         for command in commands:
             print(" ".join(shlex.quote(c) for c in command), flush=True)
         cpu_workers = not launch.gpus and launch.cpu_procs > 1
-        code = self._run(commands, {"OMP_NUM_THREADS": "1"} if cpu_workers else None)
+        child_env = None if launch.gpus else cpu_training_env(os.environ, cpu_workers)
+        if child_env is not None:
+            print(allocator_line(child_env), flush=True)
+        code = self._run(commands, child_env)
         if code:
             raise RuntimeError(f"training exited with code {code} (see {save_dir / 'hydra_train.log'})")
         return {"save_dir": str(save_dir), **stats(save_dir)}

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..paths import CONFIG_DIR, USER_DIR
-from .processes import free_port, run_processes  # noqa: F401  (run_processes: re-exported for the launcher's users)
+from .processes import allocator_line, cpu_training_env, free_port, run_processes  # noqa: F401  (run_processes: re-exported for the launcher's users)
 from .runlog import compare_main, final_train_loss, progress_main, stats, stats_main  # noqa: F401  (re-exported)
 from .recipes import (  # noqa: F401  (the launcher's vocabulary, re-exported for its users)
     PRIMARY_CONFIG,
@@ -440,7 +440,9 @@ def run_here(launch: Launch, plan: Dict[str, int], dry_run: bool = False) -> int
               f"{launch.requested_max_update()}: nothing to train", flush=True)
         return 0
     Path(launch.save_path).mkdir(parents=True, exist_ok=True)
-    return run_processes(commands, cpu_workers=not launch.gpus and launch.cpu_procs > 1)
+    if not launch.gpus:
+        print(allocator_line(cpu_training_env(os.environ, False)), flush=True)
+    return run_processes(commands, cpu_workers=not launch.gpus and launch.cpu_procs > 1, cpu=not launch.gpus)
 
 
 def describe(launch: Launch, plan: Dict[str, int]) -> str:

@@ -19,6 +19,36 @@ from typing import Callable, Dict, List, Optional, Sequence
 #: seconds children get to exit after SIGTERM before they are killed (submitit signals 120 s before the limit)
 STOP_GRACE_S = 30
 
+#: glibc's allocator settings for training on the CPU, where the user's environment sets none of them. With the
+#: defaults a training returns freed memory to the system and faults it back in at the next step (20 to 30% of
+#: its CPU time went to the kernel in the comparison's Multi30k runs). These keep blocks up to 32 MiB (glibc's
+#: largest threshold) in the heap, grow it 512 MiB at a time and never shrink it: the process keeps its peak
+#: memory, which a training reaches at every step anyway. Other allocators and platforms ignore them. Measured
+#: in docs/training.md ("CPU memory allocator").
+CPU_ALLOCATOR_ENV = {
+    "MALLOC_MMAP_THRESHOLD_": str(32 * 2 ** 20),
+    "MALLOC_TOP_PAD_": str(512 * 2 ** 20),
+    "MALLOC_TRIM_THRESHOLD_": str(4 * 2 ** 30),
+}
+
+
+def cpu_training_env(base: Dict[str, str], one_thread: bool) -> Dict[str, str]:
+    """``base`` with what a CPU training's processes need: :data:`CPU_ALLOCATOR_ENV` where ``base`` sets none of
+    it (one setting of the user's means the user chose), and one thread each (``one_thread``: several ranks share
+    the cores)."""
+    env = dict(base)
+    if not any(name in env for name in CPU_ALLOCATOR_ENV):
+        env.update(CPU_ALLOCATOR_ENV)
+    if one_thread:
+        env["OMP_NUM_THREADS"] = "1"
+    return env
+
+
+def allocator_line(env: Dict[str, str]) -> str:
+    """The log line that says which allocator settings a CPU training ran with (its speed depends on them)."""
+    chosen = " ".join(f"{name}={env[name]}" for name in CPU_ALLOCATOR_ENV if name in env)
+    return f"CPU allocator: {chosen or 'glibc defaults'}"
+
 
 class Children:
     """Child processes started together. With ``own_groups`` each starts its own process group (session), so that a
@@ -82,12 +112,11 @@ def reaped(proc: subprocess.Popen) -> bool:
     return bool(pid)
 
 
-def run_processes(commands: List[List[str]], cpu_workers: bool) -> int:
+def run_processes(commands: List[List[str]], cpu_workers: bool, cpu: bool = False) -> int:
     """Start every command, wait for all; if one fails, stop the others. Returns the first non-zero code
-    (130 after Ctrl-C, which reaches every child)."""
-    env = dict(os.environ)
-    if cpu_workers:
-        env["OMP_NUM_THREADS"] = "1"  # one thread per rank: the ranks share the cores
+    (130 after Ctrl-C, which reaches every child). ``cpu``: a training on the CPU (:func:`cpu_training_env`);
+    ``cpu_workers``: several CPU ranks, one thread each, in process groups of their own."""
+    env = cpu_training_env(os.environ, cpu_workers) if cpu or cpu_workers else dict(os.environ)
     children = Children().start(commands, env=env, own_groups=cpu_workers)
     try:
         return children.wait()
