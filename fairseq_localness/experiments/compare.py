@@ -876,11 +876,11 @@ MIN_BUCKET_TEST_SENTENCES = 30
 def bucket_significance(grid: Grid, records: List[Dict[str, Any]], texts: EvaluationTexts, lowercase: bool,
                         samples: int = 1000) -> Dict[Tuple[str, str], Dict[str, Any]]:
     """Per architecture ((norm, arch)) and source-length bucket of ``texts``: the paired bootstrap of tokenised
-    BLEU on the bucket's test sentences against the baseline with the same norm placement, on the seeds both have, as
-    :func:`pooled_significance` tests the whole test set (seed k paired with the baseline's seed k, each drawn
-    sentence with every seed's output of it). {(norm, arch): {bucket name: Significance}}; the baseline,
-    architectures that share no seed with it and buckets of fewer than :data:`MIN_BUCKET_TEST_SENTENCES` sentences
-    are left out."""
+    BLEU on the bucket's test sentences against the baseline with the same norm placement, on the seeds both
+    have, as :func:`pooled_significance` tests the whole test set (seed k paired with the baseline's seed k, each
+    drawn sentence with every seed's output of it). {(norm, arch): {bucket name: Significance}}; the baseline,
+    architectures that share no seed with it and buckets of fewer than :data:`MIN_BUCKET_TEST_SENTENCES`
+    sentences are left out."""
     from ..analyses.bleu import bucket_name
     from ..evaluation.scoring import paired_bootstrap_over_sentences, tokenized_bleu_metric
 

@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..paths import CONFIG_DIR, USER_DIR
-from .processes import allocator_line, cpu_training_env, free_port, run_processes  # noqa: F401  (run_processes: re-exported for the launcher's users)
+# run_processes: re-exported for the launcher's users
+from .processes import allocator_line, cpu_training_env, free_port, run_processes  # noqa: F401
 from .runlog import compare_main, final_train_loss, progress_main, stats, stats_main  # noqa: F401  (re-exported)
 from .recipes import (  # noqa: F401  (the launcher's vocabulary, re-exported for its users)
     PRIMARY_CONFIG,
