@@ -599,6 +599,9 @@ def test_tiny_grid_table_columns_and_files(tiny_grid):
     assert "training speed | decoding speed | epochs |" in header
     assert "measured" in table and "command: `fairseq-localness-compare" in table and "pre-norm for every architecture" in table
     assert "4 runs finished (of the 4 its command plans)" in table
+    # each CPU training logs the allocator settings it ran with (the launcher's, where the environment sets none)
+    assert ("# CPU allocator: MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TOP_PAD_=536870912 MALLOC_TRIM_THRESHOLD_=4294967296"
+            in (out / "pre" / "transformer" / "seed1" / "train.log").read_text())
     history = json.loads((out / "commands.json").read_text())
     assert len(history) == 1 and history[0]["command"].endswith("--length-buckets 5,9") and len(history[0]["runs"]) == 4
     # the recipe file's defaults list is merged: its optimiser comes from configs/optim/compare_small.yaml

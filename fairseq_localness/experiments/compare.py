@@ -49,7 +49,7 @@ from ..paths import CONFIG_DIR, REPO, SCRIPTS_DIR, CheckoutError, require_checko
 from ..provenance import checkout_of, machine_description, portable_paths
 from .launch import LaunchError, Launch, arch_configs, benchmark_values, benchmarks, model_keys, precision_overrides
 from .plans import RowPlan
-from .processes import stream
+from .processes import allocator_line, cpu_training_env, stream
 from .rundir import read_config_record
 from .runlog import VALID_LINE, placement, resume_deviations, stats, validation_points
 from .tables import Row
@@ -294,8 +294,9 @@ def run_one(grid: Grid, spec: RunSpec, index: int, progress: Progress) -> Option
     start = time.time()
     tag = f"[{index}/{progress.total}] {spec.name}"
     env = dict(os.environ)
-    if not grid.gpus:
-        env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")  # one core per run: --jobs runs share the machine
+    if not grid.gpus:  # one core per run (--jobs runs share the machine), and the launcher's CPU allocator settings
+        env = cpu_training_env(os.environ, one_thread=True)
+        env["MKL_NUM_THREADS"] = "1"
     run_dir = grid.run_dir(spec)
     trained = run_dir / "trained"
     whole = False  # trained here from its first update: its time is a whole run's, for the ETA
@@ -335,6 +336,10 @@ def run_one(grid: Grid, spec: RunSpec, index: int, progress: Progress) -> Option
                 progress.say(f"{tag}: stop, the learning rate ({match.group(1)}) is at its floor "
                              f"(stop_min_lr {match.group(2)})")
 
+        if not grid.gpus:  # the training's speed depends on them: its log says which it ran with
+            run_dir.mkdir(parents=True, exist_ok=True)
+            with open(run_dir / "train.log", "a", encoding="utf-8") as log:
+                log.write(f"\n# {allocator_line(env)}")
         code = stream(commands[0], run_dir / "train.log", env, on_line)
         if code != 0:
             return f"training failed (exit {code}; see {run_dir / 'train.log'}); rerun to resume"
