@@ -293,10 +293,8 @@ def run_one(grid: Grid, spec: RunSpec, index: int, progress: Progress) -> Option
     """Train (or resume) and evaluate one run; the failure text, or None."""
     start = time.time()
     tag = f"[{index}/{progress.total}] {spec.name}"
-    env = dict(os.environ)
-    if not grid.gpus:  # one core per run (--jobs runs share the machine), and the launcher's CPU allocator settings
-        env = cpu_training_env(os.environ, one_thread=True)
-        env["MKL_NUM_THREADS"] = "1"
+    # on the CPU: one core per run (--jobs runs share the machine), and the launcher's allocator settings
+    env = dict(os.environ) if grid.gpus else {**cpu_training_env(os.environ, one_thread=True), "MKL_NUM_THREADS": "1"}
     run_dir = grid.run_dir(spec)
     trained = run_dir / "trained"
     whole = False  # trained here from its first update: its time is a whole run's, for the ETA
