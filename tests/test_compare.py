@@ -212,6 +212,41 @@ def test_the_delta_cell_names_its_test_when_it_differs_from_the_row(tmp_path):
     assert "| +1.20 ↑ (p = 0.030, tokenized BLEU, seeds 1,2) |" in line and "| 30.0 |" in line
     row.update(significance={"sacrebleu": test, "tokenized_bleu": test}, significance_seeds=[1, 2, 3])
     assert "| +1.20 ↑ (p = 0.030) |" in compare.markdown_table([row], "transformer")
+    # the other way round: the baseline has a seed the row lacks, so the difference is not on all of its seeds
+    base = {**row, "arch": "transformer", "seeds": [1, 2, 3, 4], "significance": None, "significance_seeds": None}
+    assert "| +1.20 ↑ (p = 0.030, seeds 1,2,3) |" in compare.markdown_table([base, row], "transformer")
+
+
+def test_speed_ratios_pair_each_run_with_the_baselines_run_of_the_same_seed(monkeypatch):
+    """Ratios by hand: each run's speed over the baseline's run of its seed, then the mean over the seeds both
+    have; a seed only one of the two has does not enter (a grid's later seeds may run faster than its first)."""
+    monkeypatch.setattr(compare, "pooled_significance", lambda *args, **kwargs: {})  # no test outputs here
+
+    def record(arch, seed, wps, decode):
+        return {"norm": "pre", "arch": arch, "seed": seed, "train_wps": wps, "decode_tokens_per_s": decode,
+                "params": 1, "placement": "none", "eval_dir": f"pre/{arch}/seed{seed}",
+                **{k: 30.0 for k in ("sacrebleu", "tokenized_bleu", "chrf", "epochs", "best_valid_loss")}}
+
+    def ratios(records):
+        rows = compare.summarize(records, "transformer", lowercase=True, samples=10)
+        return [(row["arch"], row["train_speed_ratio"], row["decode_speed_ratio"], row.get("significance_seeds"))
+                for row in rows]
+
+    # the baseline's faster seed 2 does not enter DMAN's ratio: 900/1000 and 50/100, not 900/1500 and 50/200
+    assert ratios([record("transformer", 1, 1000, 100), record("transformer", 2, 2000, 300),
+                   record("transformer_dman", 1, 900, 50)]) == [("transformer", 1.0, 1.0, None),
+                                                                ("transformer_dman", 0.9, 0.5, [1])]
+    # nor DMAN's seed 2 where the baseline has none
+    assert ratios([record("transformer", 1, 1000, 100), record("transformer_dman", 1, 900, 50),
+                   record("transformer_dman", 2, 4000, 400)])[1] == ("transformer_dman", 0.9, 0.5, [1])
+    # two seeds in common: the mean of the ratios (0.9 + 0.5) / 2 = 0.7 and (0.5 + 2/3) / 2 = 0.58, not the ratio
+    # of the means 1900 / 3000 = 0.63 and 250 / 400 = 0.63; rounded once, to two decimals
+    assert ratios([record("transformer", 1, 1000, 100), record("transformer", 2, 2000, 300),
+                   record("transformer_dman", 1, 900, 50), record("transformer_dman", 2, 1000, 200)])[1] \
+        == ("transformer_dman", 0.7, 0.58, [1, 2])
+    # no seed in common: no ratio
+    assert ratios([record("transformer", 1, 1000, 100), record("transformer_dman", 2, 900, 50)])[1] \
+        == ("transformer_dman", None, None, None)
 
 
 def test_seeds_archs_and_norms_are_checked():

@@ -160,12 +160,14 @@ def test_readme_results_table_by_hand(tmp_path):
 
     from fairseq_localness.experiments import compare_readme
 
-    def row(arch, bleu, sd=None, delta=None, mark=""):
+    def row(arch, bleu, sd=None, delta=None, mark="", seeds=(1, 2)):
         significance = {"sacrebleu": {"delta": delta, "mark": mark}} if delta is not None else {}
-        return {"arch": arch, "norm": "pre", "seeds": [1, 2], "sacrebleu": bleu, "sacrebleu_sd": sd,
-                "params": 2_400_000, "train_speed_ratio": 0.9, "significance": significance}
+        return {"arch": arch, "norm": "pre", "seeds": list(seeds), "sacrebleu": bleu, "sacrebleu_sd": sd,
+                "params": 2_400_000, "train_speed_ratio": 0.9, "significance": significance,
+                **({"significance_seeds": list(seeds)} if significance else {})}
 
-    for label, rows in (("multi30k_de_en", [row("transformer", 40.6, 0.1), row("transformer_dman", 41.94, 0.2, 1.34, "⇑")]),
+    for label, rows in (("multi30k_de_en", [row("transformer", 40.6, 0.1), row("transformer_dman", 41.94, 0.2, 1.34, "⇑"),
+                                            row("transformer_sman", 41.5, None, 0.9, "↑", seeds=[1])]),
                         ("kftt_ja_en", [row("transformer", 20.0)])):
         (tmp_path / label).mkdir()
         (tmp_path / label / "table.json").write_text(json.dumps({"caption": f"{label}: 2 runs", "baseline": "transformer",
@@ -175,6 +177,8 @@ def test_readme_results_table_by_hand(tmp_path):
     assert "| architecture | norm | Multi30k de→en | KFTT ja→en | parameters (Multi30k de→en) |" in text
     assert "| `transformer` | pre | 40.60 ± 0.10 (baseline) | 20.00 (baseline) | 2.40M | 0.90 |" in text
     assert "| `transformer_dman` | pre | 41.94 ± 0.20 (+1.34 ⇑) | - | 2.40M | 0.90 |" in text
+    # the baseline has seeds 1 and 2, SMAN only seed 1: the difference is on seed 1, and the cell says so
+    assert "| `transformer_sman` | pre | 41.50 (+0.90 ↑, seeds 1) | - | 2.40M | 0.90 |" in text
 
 
 # ---------------------------------------------------------------------------------------------------- links

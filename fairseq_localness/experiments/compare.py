@@ -535,7 +535,7 @@ def pooled_significance(system_dirs: Sequence[Path], baseline_dirs: Sequence[Pat
 def summarize(records: List[Dict[str, Any]], baseline: str, lowercase: bool, samples: int = 1000,
               root: Path = Path("."), detok_ref: Optional[str] = None) -> List[Dict[str, Any]]:
     """One row per (norm, architecture): means and sds over seeds, ratios to the baseline of the same norm
-    placement, and the pooled significance test against it (on the seeds both have). ``root``: the directory the
+    placement and the pooled significance test against it, both on the seeds both have. ``root``: the directory the
     records' ``eval_dir`` is relative to (WORK/LABEL); ``detok_ref``: see :func:`pooled_significance`."""
     rows: List[Dict[str, Any]] = []
     keys = sorted({(r["norm"], r["arch"]) for r in records}, key=lambda k: (NORMS.index(k[0]) if k[0] in NORMS else 9,
@@ -554,13 +554,16 @@ def summarize(records: List[Dict[str, Any]], baseline: str, lowercase: bool, sam
         row["params"] = runs[0]["params"]
         # the same for every seed of a row unless --train-args moved a method between calls: then every one shows
         row["placement"] = " / ".join(dict.fromkeys(r.get("placement") or "no training log" for r in runs))
+        base_by_seed = {r["seed"]: r for r in base_runs}
+        common = [r for r in runs if r["seed"] in base_by_seed]
         for speed, ratio in (("train_wps", "train_speed_ratio"), ("decode_tokens_per_s", "decode_speed_ratio")):
-            mine, _ = mean_sd([r[speed] for r in runs])
-            theirs, _ = mean_sd([r[speed] for r in base_runs])
-            row[ratio] = round(mine / theirs, 3) if mine and theirs else None
+            # each run against the baseline's run of its seed, which shared its conditions (the grid's later seeds
+            # may train under other settings than its first: a mean over all seeds would mix them), then the mean.
+            # Rounded once, to the two decimals the tables print.
+            mean, _ = mean_sd([r[speed] / base_by_seed[r["seed"]][speed] for r in common
+                               if r[speed] and base_by_seed[r["seed"]][speed]])
+            row[ratio] = _round(mean)
         if arch != baseline and base_runs:
-            base_by_seed = {r["seed"]: r for r in base_runs}
-            common = [r for r in runs if r["seed"] in base_by_seed]
             if common:
                 row["significance"] = pooled_significance([root / r["eval_dir"] for r in common],
                                                           [root / base_by_seed[r["seed"]]["eval_dir"] for r in common],
@@ -582,6 +585,7 @@ def _pm(mean: Optional[float], sd: Optional[float], digits: int = 2) -> str:
 
 def markdown_table(rows: List[Dict[str, Any]], baseline: str) -> str:
     """The comparison table (one row per norm placement and architecture)."""
+    baseline_seeds = {row["norm"]: row["seeds"] for row in rows if row["arch"] == baseline}
     lines = ["| architecture | norm | seeds | sacreBLEU | tokenized BLEU | chrF | Δ sacreBLEU vs baseline (p) | "
              "parameters | training speed | decoding speed | epochs |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -591,8 +595,8 @@ def markdown_table(rows: List[Dict[str, Any]], baseline: str) -> str:
         notes = [f"p = {test['p_value']:.3f}"] if test else []
         if test and not sig.get("sacrebleu"):
             notes.append("tokenized BLEU")  # these runs have no detokenised output
-        if test and row.get("significance_seeds") != row["seeds"]:
-            notes.append("seeds " + ",".join(map(str, row.get("significance_seeds") or [])))  # those the baseline has
+        if test and not paired_on_every_seed(row, baseline_seeds.get(row["norm"])):
+            notes.append("seeds " + ",".join(map(str, row.get("significance_seeds") or [])))  # those both rows have
         delta = "baseline" if row["arch"] == baseline else (
             f"{test['delta']:+.2f} {test['mark']}".rstrip() + f" ({', '.join(notes)})" if test else "n/a")
         lines.append(
@@ -601,6 +605,13 @@ def markdown_table(rows: List[Dict[str, Any]], baseline: str) -> str:
             f"{_params(row['params'])} | {_ratio(row['train_speed_ratio'])} | {_ratio(row['decode_speed_ratio'])} | "
             f"{_pm(row['epochs'], row['epochs_sd'], digits=1)} |")
     return "\n".join(lines) + "\n"
+
+
+def paired_on_every_seed(row: Dict[str, Any], baseline_seeds: Optional[Sequence[int]]) -> bool:
+    """Whether a row's comparison with the baseline (difference, p, speed ratios) used every seed of both rows, so
+    that its cell need not name the seeds (``baseline_seeds`` None: the baseline's row is not at hand)."""
+    paired = row.get("significance_seeds")
+    return paired == row["seeds"] and (baseline_seeds is None or list(baseline_seeds) == paired)
 
 
 def placement_table(rows: List[Dict[str, Any]]) -> str:
@@ -768,13 +779,13 @@ def write_outputs(grid: Grid, records: List[Dict[str, Any]], rows: List[Dict[str
         f"Mean ± sample sd over seeds. {summary}. Checkpoint: lowest validation loss; test split "
         f"decoded with {' '.join(grid.evaluate_flags) or 'evaluate.sh defaults'}.",
         f"Δ: seed-pooled BLEU minus that of `{grid.baseline}` with the same norm placement, on the seeds both have "
-        f"(named in the cell where the baseline lacks some); mark and p from a paired bootstrap ({samples:,} "
-        "resamples of the test sentences, each drawn sentence with every seed's output of it; each seed paired with "
-        "the baseline's same seed; sacreBLEU's two-sided test; ⇑/⇓ p < 0.01, ↑/↓ p < 0.05). sacreBLEU where the "
+        f"(named in the cell where one row has seeds the other lacks); mark and p from a paired bootstrap "
+        f"({samples:,} resamples of the test sentences, each drawn sentence with every seed's output of it; each "
+        "seed paired with the baseline's same seed; sacreBLEU's two-sided test; ⇑/⇓ p < 0.01, ↑/↓ p < 0.05). sacreBLEU where the "
         "corpus has raw references, else tokenized BLEU.",
         "Speeds: training target tokens/s (fairseq's wps: each run's median epoch, weighted by updates) and "
-        "decoding target tokens/s (fairseq-generate), mean over seeds, as ratios to the baseline's mean in the "
-        "same grid"
+        "decoding target tokens/s (fairseq-generate) as ratios to the baseline's run of the same seed in the same "
+        "grid, mean over the seeds both have (the seeds of Δ)"
         + (" (CPU runs: the ratios carry the noise of whatever else ran on the machine, the grid's other runs "
            "included; docs/benchmark.md measures speed on a quiet machine)." if not grid.gpus else "."),
     ]
@@ -1191,14 +1202,18 @@ def plot(rows: List[Dict[str, Any]], baseline: str, path: Path, title: str) -> N
     fig, ax = plt.subplots(figsize=(8, 5.5))
     metric = "sacrebleu" if any(r["sacrebleu"] is not None for r in rows) else "tokenized_bleu"
     labelled = []
+    # a row without a speed ratio (no seed in common with the baseline, or no speeds logged) has no x: not drawn
+    unplaced = [f"{r['arch']} ({r['norm']})" for r in rows if r[metric] is not None and r["train_speed_ratio"] is None]
     for norm, marker in (("pre", "o"), ("post", "s")):
-        points = [r for r in rows if r["norm"] == norm and r[metric] is not None]
+        points = [r for r in rows if r["norm"] == norm and r[metric] is not None and r["train_speed_ratio"] is not None]
         if not points:
             continue
-        ax.errorbar([r["train_speed_ratio"] or 1.0 for r in points], [r[metric] for r in points],
+        ax.errorbar([r["train_speed_ratio"] for r in points], [r[metric] for r in points],
                     yerr=[r[f"{metric}_sd"] or 0.0 for r in points], fmt=marker, capsize=3, label=f"{norm}-norm")
         labelled += [(r["arch"].replace("transformer_", "") if r["arch"] != baseline else r["arch"],
-                      (r["train_speed_ratio"] or 1.0, r[metric])) for r in points]
+                      (r["train_speed_ratio"], r[metric])) for r in points]
+    if unplaced:
+        title += "\nnot drawn (no speed ratio): " + ", ".join(unplaced)
     ax.get_xlim(), ax.get_ylim()  # settle the autoscaled limits the points set, before reading them
     box = ax.get_position()  # the axes in figure fractions: data -> axes fractions -> points
     size = (fig.get_figwidth() * 72 * box.width, fig.get_figheight() * 72 * box.height)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..paths import REPO
+from .compare import paired_on_every_seed
 from .doc_tables import markdown, replace_block
 
 RESULTS = REPO / "docs" / "results" / "compare"
@@ -35,8 +36,10 @@ CORPORA = (("multi30k_de_en", "Multi30k de→en (test2016)", "Multi30k de→en")
             "Europarl, train ≤ 20 words"))
 
 
-def cell(row: Dict, baseline: str) -> str:
-    """BLEU (mean ± sd over seeds) and, against the baseline, the difference with its significance mark."""
+def cell(row: Dict, baseline: str, baseline_seeds: Optional[Sequence[int]] = None) -> str:
+    """BLEU (mean ± sd over seeds) and, against the baseline, the difference with its significance mark, and the
+    seeds of that difference where it did not use every seed of both rows (``baseline_seeds``: the baseline's
+    row's, same norm placement)."""
     metric = "sacrebleu" if row.get("sacrebleu") is not None else "tokenized_bleu"
     if row.get(metric) is None:
         return "-"
@@ -44,7 +47,9 @@ def cell(row: Dict, baseline: str) -> str:
     significance = (row.get("significance") or {}).get(metric)
     if significance:
         mark = f" {significance['mark']}" if significance.get("mark") else ""
-        return f"{text} ({significance['delta']:+.2f}{mark})"
+        seeds = "" if paired_on_every_seed(row, baseline_seeds) else \
+            ", seeds " + ",".join(map(str, row.get("significance_seeds") or []))
+        return f"{text} ({significance['delta']:+.2f}{mark}{seeds})"
     return f"{text} (baseline)" if row["arch"] == baseline else text
 
 
@@ -69,12 +74,13 @@ def render(results: Path = RESULTS, base: Path = REPO) -> str:
     order: List[Tuple[str, str]] = []
     cells: Dict[Tuple[str, str], Dict[str, str]] = {}
     for _, _, column, table in published:
+        baseline_seeds = {row["norm"]: row["seeds"] for row in table["rows"] if row["arch"] == table["baseline"]}
         for row in table["rows"]:
             key = (row["arch"], row["norm"])
             if key not in cells:
                 order.append(key)
                 cells[key] = {}
-            cells[key][column] = cell(row, table["baseline"])
+            cells[key][column] = cell(row, table["baseline"], baseline_seeds.get(row["norm"]))
     extras = {(r["arch"], r["norm"]): r for r in first["rows"]}
     name = published[0][2]
     header = ["architecture", "norm", *(c for _, _, c, _ in published), f"parameters ({name})",
@@ -86,12 +92,14 @@ def render(results: Path = RESULTS, base: Path = REPO) -> str:
         speed = f"{extra['train_speed_ratio']:.2f}" if extra.get("train_speed_ratio") is not None else "-"
         rows.append([f"`{arch}`", norm, *(cells[(arch, norm)].get(c, "-") for _, _, c, _ in published), params, speed])
     notes = ("Cells: sacreBLEU (tokenized BLEU where a corpus has no raw reference), mean ± sd over the seeds "
-             f"finished, and the difference from `{first['baseline']}` with the same norm placement and seeds; "
+             f"finished, and the seed-pooled BLEU's difference from `{first['baseline']}` with the same norm "
+             "placement, on the seeds both have (named where one row has seeds the other lacks); "
              "⇑/⇓ p < 0.01, ↑/↓ p < 0.05 (paired bootstrap over the test sentences, every seed's output of each). "
              "The test resamples sentences, not training seeds: a mark says that the difference holds across these "
              "test sentences for these seeds, and where a cell has one seed (no sd) it says nothing of how far "
              "another seed would move it. "
-             "Training speed is a ratio to the baseline in the same grid (CPU runs share the machine: noisy). The "
+             "Training speed is a ratio to the baseline's run of the same seed in the same grid, mean over the "
+             "seeds both have (CPU runs share the machine: noisy). The "
              "full tables give every metric, the seeds, the recipe, the test and the layers each method sits in "
              "(each method's default placement, which its paper chose for a 6-layer encoder).")
     return "\n".join(lines) + "\n\n" + markdown(header, rows) + "\n\n" + notes
