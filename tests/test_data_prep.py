@@ -422,7 +422,7 @@ def test_shipped_sample_is_consistent() -> None:
         for side in ("zh", "en", "attribution"):
             assert checks.scan(str(d / f"{split}.{side}")) == n
         assert all(a.startswith("CC-BY 2.0 (France) Attribution: tatoeba.org #") for a in lines(d / f"{split}.attribution"))
-    norm = lambda s: re.sub(r"[\W_]+", "", s.lower())  # noqa: E731  (as prep/sample.py)
+    norm = lambda s: re.sub(r"[\W_]+", "", s.lower())  # noqa: E731  (as localness_prep/sample.py)
     for side in ("zh", "en"):
         train = {norm(x) for x in lines(d / f"train.{side}")}
         valid, test = ({norm(x) for x in lines(d / f"{s}.{side}")} for s in ("valid", "test"))

@@ -1,5 +1,5 @@
 """The two comparison corpora: KFTT 30k Japanese->English (data-prep/prepare-kftt.sh, prep/kftt.py) and the
-whole Tatoeba cmn-eng corpus Chinese->English (data-prep/prepare-tatoeba-zh-en.sh, prep/sample.py's split).
+whole Tatoeba cmn-eng corpus Chinese->English (data-prep/prepare-tatoeba-zh-en.sh, localness_prep/sample.py's split).
 
 Unit tests of the helpers run on tiny synthetic files; the script tests run on the real corpora in
 ``<repo>/../shared/data`` and are skipped (with the reason) where they are absent.
@@ -77,7 +77,7 @@ def test_kftt_select_names_the_bad_file_and_writes_nothing(tmp_path, damage, mes
     assert not (tmp_path / "out").exists()
 
 
-# --------------------------------------------------------------------------- Tatoeba split (prep/sample.py)
+# --------------------------------------------------------------------------- Tatoeba split (localness_prep/sample.py)
 
 
 def synthetic_cmn_eng(n: int = 400) -> tuple[list[str], list[str]]:

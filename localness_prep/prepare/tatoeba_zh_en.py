@@ -20,9 +20,9 @@ Prepares the whole manythings.org "cmn-eng" Tatoeba corpus (Chinese-English, CC 
 authors of each pair are credited on its line of cmn-eng.attribution) for $SRC->$TGT into
 DIR/data-bin. --raw-dir (required, no download) holds cmn-eng.{en,zh,attribution}, one pair a
 line, e.g. ../shared/data/manythings_cmn_eng (29,155 pairs).
-  splits (prep/sample.py, deterministic: pairs ranked by SHA-1): test $N_TEST and valid $N_VALID pairs
-  taken only from pairs whose English and Chinese sentences are unique in the corpus (after
-  lowercasing and removing punctuation), train = every other pair (27,155 with that copy).
+  splits (localness_prep/sample.py, deterministic: pairs ranked by SHA-1): test $N_TEST and valid
+  $N_VALID pairs taken only from pairs whose English and Chinese sentences are unique in the corpus
+  (after lowercasing and removing punctuation), train = every other pair (27,155 with that copy).
   raw/{train,valid,test}.{zh,en,attribution} keep the raw text and the credits of each split;
   raw/test.en is the reference of sacreBLEU and chrF.
   Tokenisation: jieba for Chinese, Moses for English (cased); joint BPE and one joined dictionary.
