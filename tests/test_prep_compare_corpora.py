@@ -1,5 +1,6 @@
-"""The two comparison corpora: KFTT 30k Japanese->English (data-prep/prepare-kftt.sh, prep/kftt.py) and the
-whole Tatoeba cmn-eng corpus Chinese->English (data-prep/prepare-tatoeba-zh-en.sh, localness_prep/sample.py's split).
+"""The two comparison corpora: KFTT 30k Japanese->English (data-prep/prepare-kftt.sh, localness_prep/kftt.py) and
+the whole Tatoeba cmn-eng corpus Chinese->English (data-prep/prepare-tatoeba-zh-en.sh, localness_prep/sample.py's
+split).
 
 Unit tests of the helpers run on tiny synthetic files; the script tests run on the real corpora in
 ``<repo>/../shared/data`` and are skipped (with the reason) where they are absent.

@@ -563,12 +563,11 @@ def summarize(records: List[Dict[str, Any]], baseline: str, lowercase: bool, sam
             mean, _ = mean_sd([r[speed] / base_by_seed[r["seed"]][speed] for r in common
                                if r[speed] and base_by_seed[r["seed"]][speed]])
             row[ratio] = _round(mean)
-        if arch != baseline and base_runs:
-            if common:
-                row["significance"] = pooled_significance([root / r["eval_dir"] for r in common],
-                                                          [root / base_by_seed[r["seed"]]["eval_dir"] for r in common],
-                                                          lowercase, samples, detok_ref)
-                row["significance_seeds"] = [r["seed"] for r in common]
+        if arch != baseline and common:
+            row["significance"] = pooled_significance([root / r["eval_dir"] for r in common],
+                                                      [root / base_by_seed[r["seed"]]["eval_dir"] for r in common],
+                                                      lowercase, samples, detok_ref)
+            row["significance_seeds"] = [r["seed"] for r in common]
         rows.append(row)
     return rows
 
@@ -595,8 +594,9 @@ def markdown_table(rows: List[Dict[str, Any]], baseline: str) -> str:
         notes = [f"p = {test['p_value']:.3f}"] if test else []
         if test and not sig.get("sacrebleu"):
             notes.append("tokenized BLEU")  # these runs have no detokenised output
-        if test and not paired_on_every_seed(row, baseline_seeds.get(row["norm"])):
-            notes.append("seeds " + ",".join(map(str, row.get("significance_seeds") or [])))  # those both rows have
+        seeds = seeds_note(row, baseline_seeds.get(row["norm"])) if test else ""
+        if seeds:
+            notes.append(seeds)
         delta = "baseline" if row["arch"] == baseline else (
             f"{test['delta']:+.2f} {test['mark']}".rstrip() + f" ({', '.join(notes)})" if test else "n/a")
         lines.append(
@@ -607,11 +607,13 @@ def markdown_table(rows: List[Dict[str, Any]], baseline: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def paired_on_every_seed(row: Dict[str, Any], baseline_seeds: Optional[Sequence[int]]) -> bool:
-    """Whether a row's comparison with the baseline (difference, p, speed ratios) used every seed of both rows, so
-    that its cell need not name the seeds (``baseline_seeds`` None: the baseline's row is not at hand)."""
+def seeds_note(row: Dict[str, Any], baseline_seeds: Optional[Sequence[int]]) -> str:
+    """``seeds 1,2``: the seeds of a row's comparison with the baseline (difference, p, speed ratios) where they
+    are not every seed of both rows, else empty (``baseline_seeds`` None: the baseline's row is not at hand)."""
     paired = row.get("significance_seeds")
-    return paired == row["seeds"] and (baseline_seeds is None or list(baseline_seeds) == paired)
+    if paired == row["seeds"] and (baseline_seeds is None or list(baseline_seeds) == paired):
+        return ""
+    return "seeds " + ",".join(map(str, paired or []))
 
 
 def placement_table(rows: List[Dict[str, Any]]) -> str:
@@ -781,8 +783,8 @@ def write_outputs(grid: Grid, records: List[Dict[str, Any]], rows: List[Dict[str
         f"Δ: seed-pooled BLEU minus that of `{grid.baseline}` with the same norm placement, on the seeds both have "
         f"(named in the cell where one row has seeds the other lacks); mark and p from a paired bootstrap "
         f"({samples:,} resamples of the test sentences, each drawn sentence with every seed's output of it; each "
-        "seed paired with the baseline's same seed; sacreBLEU's two-sided test; ⇑/⇓ p < 0.01, ↑/↓ p < 0.05). sacreBLEU where the "
-        "corpus has raw references, else tokenized BLEU.",
+        "seed paired with the baseline's same seed; sacreBLEU's two-sided test; ⇑/⇓ p < 0.01, ↑/↓ p < 0.05). "
+        "sacreBLEU where the corpus has raw references, else tokenized BLEU.",
         "Speeds: training target tokens/s (fairseq's wps: each run's median epoch, weighted by updates) and "
         "decoding target tokens/s (fairseq-generate) as ratios to the baseline's run of the same seed in the same "
         "grid, mean over the seeds both have (the seeds of Δ)"

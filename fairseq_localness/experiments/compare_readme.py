@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..paths import REPO
-from .compare import paired_on_every_seed
+from .compare import seeds_note
 from .doc_tables import markdown, replace_block
 
 RESULTS = REPO / "docs" / "results" / "compare"
@@ -47,9 +47,8 @@ def cell(row: Dict, baseline: str, baseline_seeds: Optional[Sequence[int]] = Non
     significance = (row.get("significance") or {}).get(metric)
     if significance:
         mark = f" {significance['mark']}" if significance.get("mark") else ""
-        seeds = "" if paired_on_every_seed(row, baseline_seeds) else \
-            ", seeds " + ",".join(map(str, row.get("significance_seeds") or []))
-        return f"{text} ({significance['delta']:+.2f}{mark}{seeds})"
+        seeds = seeds_note(row, baseline_seeds)
+        return f"{text} ({significance['delta']:+.2f}{mark}{', ' + seeds if seeds else ''})"
     return f"{text} (baseline)" if row["arch"] == baseline else text
 
 
