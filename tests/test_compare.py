@@ -692,6 +692,9 @@ def test_tiny_grid_resumes_without_retraining(tiny_grid):
     second = run(COMPARE + argv)
     assert second.stdout.count("finished earlier, not retrained") == 3
     assert "transformer_gaussian_local (pre-norm, seed 2): resuming from checkpoint_last.pt" in second.stdout
+    # its closing line gives the time of this call only, and says so
+    assert "transformer_gaussian_local (pre-norm, seed 2): done, " in second.stdout
+    assert "in this call (it began in an earlier one), BLEU" in second.stdout
     assert (killed / "eval-test" / "scores.json").is_file()
     assert json.loads((killed / "result.json").read_text())["updates"] == 6
     for directory, digest in finished.items():

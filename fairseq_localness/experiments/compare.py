@@ -351,8 +351,10 @@ def run_one(grid: Grid, spec: RunSpec, index: int, progress: Progress) -> Option
     result = collect_run(grid, spec)
     progress.finished(time.time() - start, whole)
     bleu = result.get("sacrebleu") if result.get("sacrebleu") is not None else result.get("tokenized_bleu")
-    progress.say(f"{tag}: done in {_duration(time.time() - start)}, BLEU {bleu}, {result.get('epochs')} epochs; "
-                 f"{progress.eta()}")
+    spent = _duration(time.time() - start)
+    # a run that began in an earlier call spent only its last part here: never read as the run's duration
+    timing = f"done in {spent}" if whole else f"done, {spent} in this call (it began in an earlier one)"
+    progress.say(f"{tag}: {timing}, BLEU {bleu}, {result.get('epochs')} epochs; {progress.eta()}")
     return None
 
 
