@@ -309,6 +309,27 @@ def test_bad_input_is_named_with_exit_code_2(argv, message, tmp_path):
     assert not any(tmp_path.iterdir())
 
 
+def test_gpus_split_the_recipes_batch_and_a_split_that_does_not_divide_it_is_refused(tiny_data_bin, tmp_path):
+    """The recipe trains on 4096 tokens per update (configs/optim/compare_small.yaml): 2 GPUs take 2048 each, with
+    update_freq 1, not 2 x 4096; 3 GPUs cannot split 4096 evenly and are refused before anything trains. A user's
+    dataset.max_tokens is the per-GPU batch, and the launcher keeps the recipe's 4096 through update_freq."""
+    def grid(gpus, overrides=()):
+        return compare.Grid(label="lbl", recipe="compare_multi30k_de_en", data_bin=tiny_data_bin,
+                            archs=["transformer"], seeds=[1], norms=["pre"], baseline="transformer",
+                            work=tmp_path / "w", gpus=gpus, train_overrides=list(overrides))
+
+    spec = compare.RunSpec("transformer", "pre", 1)
+    assert compare.launch_of(grid(2), spec).plan() == {"effective_tokens": 4096, "world_size": 2,
+                                                       "max_tokens": 2048, "update_freq": 1}
+    assert compare.launch_of(grid(1), spec).plan()["max_tokens"] == 4096
+    assert compare.launch_of(grid(0), spec).plan() == {"effective_tokens": 4096, "world_size": 1,
+                                                       "max_tokens": 4096, "update_freq": 1}
+    assert compare.launch_of(grid(2, ["dataset.max_tokens=1024"]), spec).plan()["update_freq"] == 2
+    with pytest.raises(compare.CompareError, match=r"--gpus 3: the recipe's 4096 tokens per update do not split"):
+        compare.validate(grid(3))
+    assert not (tmp_path / "w").exists()
+
+
 def test_a_recipe_key_that_does_not_exist_is_refused(tiny_data_bin, tmp_path):
     recipe = tmp_path / "mine.yaml"
     recipe.write_text(RECIPE.replace("  max_epoch: 2", "  max_epoch: 2\n  max_epochs: 3"))
@@ -663,6 +684,19 @@ def test_tiny_grid_table_columns_and_files(tiny_grid):
     configs = [(out / "pre" / a / f"seed{s}" / "checkpoints" / ".hydra" / "config.yaml").read_text()
                for a in ("transformer", "transformer_gaussian_local") for s in (1, 2)]
     assert all("max_update: 6" in c and "encoder_normalize_before: true" in c for c in configs)
+
+
+def test_table_only_refuses_another_setup(tiny_grid):
+    """--table-only writes a table that describes this call's recipe and decoding flags: with other flags than
+    the label's runs trained and decoded with (its grid.json), it is refused, and the table stays as it was."""
+    root, argv, _ = tiny_grid
+    table = (root / "work" / "tiny" / "table.md").read_text()
+    other = list(argv[:argv.index("--publish")] + argv[argv.index("--publish") + 2:])
+    other[other.index("--eval-args") + 1] = "--beam 4 --max-len-b 20"
+    proc = run(COMPARE + other + ["--table-only"], check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert "holds runs of another setup (evaluate_flags:" in proc.stderr, proc.stderr[-2000:]
+    assert (root / "work" / "tiny" / "table.md").read_text() == table
 
 
 def test_tiny_grid_resumes_without_retraining(tiny_grid):

@@ -195,11 +195,27 @@ def norm_overrides(arch: str, norm: str) -> List[str]:
 
 def launch_of(grid: Grid, spec: RunSpec) -> Launch:
     """One run's training: the label's recipe with the run's seed and norm placement (not yet validated)."""
+    recipe_dir = grid.root / "recipe" if grid.recipe_file else None
     return Launch(benchmark=grid.recipe, arch=spec.arch, data=str(grid.data_bin),
                   save_dir=str(grid.run_dir(spec) / "checkpoints"), gpus=grid.gpus, cpu_procs=1,
+                  max_tokens=per_gpu_tokens(grid, recipe_dir),
                   overrides=[f"common.seed={spec.seed}", *norm_overrides(spec.arch, spec.norm),
                              *(["common.fp16=true"] if grid.fp16 else []), *precision_overrides(grid.train_overrides)],
-                  recipe_dir=grid.root / "recipe" if grid.recipe_file else None)
+                  recipe_dir=recipe_dir)
+
+
+def per_gpu_tokens(grid: Grid, recipe_dir: Optional[Path]) -> Optional[int]:
+    """With ``--gpus N`` (N > 1), each GPU's share of the recipe's tokens per update, so that N GPUs train on the
+    recipe's batch, not N times it. None on the CPU, on one GPU, and where ``--train-args`` sets
+    ``dataset.max_tokens`` (the user's per-device batch, which the launcher then splits the same way)."""
+    if grid.gpus <= 1 or any(o.startswith("dataset.max_tokens=") for o in grid.train_overrides):
+        return None
+    values = benchmark_values(grid.recipe, recipe_dir)
+    per_update = int(values["dataset"]["max_tokens"]) * int(values["optimization"]["update_freq"][0])
+    if per_update % grid.gpus:
+        raise LaunchError(f"--gpus {grid.gpus}: the recipe's {per_update} tokens per update do not split evenly "
+                          f"over {grid.gpus} GPUs; use a number of GPUs that divides {per_update}")
+    return per_update // grid.gpus
 
 
 def train_argv(grid: Grid, spec: RunSpec) -> List[str]:
@@ -233,7 +249,9 @@ def validate(grid: Grid) -> None:
         raise CompareError(f"--baseline {grid.baseline} is not one of --archs ({', '.join(grid.archs)})")
     for spec in grid.runs():
         try:
-            launch_of(grid, spec).validate()
+            launch = launch_of(grid, spec)
+            launch.validate()
+            launch.plan()  # the batch split over --gpus, refused here rather than when the run starts
         except LaunchError as err:
             raise CompareError(f"recipe {grid.recipe} with {spec.arch}: {err}") from None
 
@@ -299,8 +317,8 @@ def run_one(grid: Grid, spec: RunSpec, index: int, progress: Progress) -> Option
     trained = run_dir / "trained"
     whole = False  # trained here from its first update: its time is a whole run's, for the ETA
     if not trained.exists():
-        launch = launch_of(grid, spec)
         try:
+            launch = launch_of(grid, spec)
             launch.validate()
             commands = launch.commands(launch.plan())
         except LaunchError as err:
@@ -1363,7 +1381,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--norm", default="pre", help="norm placement(s) for every architecture: pre, post or pre,post [pre]")
     parser.add_argument("--work", type=Path, default=Path("runs/compare"), help="where runs and tables go [runs/compare]")
     parser.add_argument("--jobs", type=int, default=1, help="runs trained at the same time (CPU: one thread each) [1]")
-    parser.add_argument("--gpus", type=int, default=0, help="GPUs per run (0: train on the CPU) [0]")
+    parser.add_argument("--gpus", type=int, default=0, help="GPUs per run, each with 1/N of the recipe's tokens per update (0: train on the CPU) [0]")
     parser.add_argument("--fp16", action="store_true", help="half-precision training (needs --gpus)")
     parser.add_argument("--train-args", default="", help="Hydra overrides for every run, one quoted string "
                         "(e.g. 'optimization.max_epoch=2' for a smoke run)")
@@ -1459,8 +1477,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.publish and not args.dry_run:  # also for --table-only: the table of a fresh checkout
             for spec in restore_published(grid, args.publish):
                 print(f"{spec.name}: finished earlier (restored from {args.publish}), not retrained")
+        # first: another setup in this label is the likelier mistake. --table-only too: its table would describe
+        # the recipe and decoding flags of this call, not those its runs trained and decoded with
+        claim_label(grid, write=False)
         if not args.table_only:
-            claim_label(grid, write=False)  # first: another setup in this label is the likelier mistake
             validate(grid)
             if not args.dry_run:
                 claim_label(grid)
