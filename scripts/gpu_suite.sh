@@ -7,7 +7,8 @@
 # Needs .gpu/ from `python -m fairseq_localness.gpu.suite prepare` (wheels + binarized Multi30k), copied along
 # with the checkout. Installs the wheels into /tmp/site (no network, no dependencies resolved), puts the plugin on
 # PYTHONPATH, runs `python -m fairseq_localness.gpu.suite run`, and leaves gpu_suite.md, gpu_suite.json and every
-# log (as gpu_suite_logs.tar.gz) in $OUT if it is set, else in runs/gpu-suite.
+# log (as gpu_suite_logs.tar.gz) in $OUT if it is set, else in runs/gpu-suite. SUITE_S=N stops the suite after N
+# seconds and keeps the stages it finished.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
@@ -28,7 +29,9 @@ out="${OUT:-$repo/runs/gpu-suite}"
 work="$(mktemp -d /tmp/gpu-suite.XXXXXX)"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
 status=0
-"$python" -m fairseq_localness.gpu.suite run --out "$work" "$@" || status=$?
+# SUITE_S: a time limit in seconds (default none), set below the machine's own limit so that the copying below
+# still runs; the suite writes its report after every stage, so the stages that finished are kept
+timeout -k 10 "${SUITE_S:-0}" "$python" -m fairseq_localness.gpu.suite run --out "$work" "$@" || status=$?
 mkdir -p "$out"
 cp "$work"/gpu_suite.md "$work"/gpu_suite.json "$out"/ 2>/dev/null || true
 tar -czf "$out/gpu_suite_logs.tar.gz" -C "$work" .

@@ -131,6 +131,41 @@ def test_backend_specs_of_the_suite():
     assert {spec.split("@")[0] for spec in BACKEND_SPECS} <= families
 
 
+def test_the_suites_tests_stage_runs_the_cuda_tests_not_the_cpu_smoke(monkeypatch, tmp_path):
+    """The tests stage deselects the CPU smoke test (its fairseq-preprocess is not beside the interpreter on a
+    machine with the wheels in a --target folder), and the report is written after every stage: a suite stopped
+    during training keeps the tests' result."""
+    import subprocess
+    import sys
+
+    from fairseq_localness.gpu import suite
+
+    commands = []
+
+    def fake_run(cmd, log, env=None, check=True):
+        commands.append(list(cmd))
+        return "3 passed in 1.0s\n"
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt  # the machine's time limit, during training
+
+    monkeypatch.setattr(suite, "run", fake_run)
+    monkeypatch.setattr(suite, "stage_train", stopped)
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "dict.en.txt").write_text("a 1\n")
+    with pytest.raises(KeyboardInterrupt):
+        suite.main(["run", "--stages", "tests,train", "--out", str(tmp_path / "out"), "--data", str(tmp_path / "data")])
+    assert commands == [[sys.executable, *suite.TEST_COMMAND]]
+    report = json.loads((tmp_path / "out" / "gpu_suite.json").read_text())
+    assert report["tests"] == {"passed": True, "summary": "3 passed in 1.0s"}
+    # the selection pytest makes of it: every test of the two files but the smoke
+    collected = subprocess.run([sys.executable, *suite.TEST_COMMAND[:-2], "--collect-only", "-p", "no:cacheprovider"],
+                               capture_output=True, text=True, cwd=suite.REPO).stdout
+    names = [line for line in collected.splitlines() if "::" in line]
+    assert names and not [n for n in names if "cpu_smoke" in n]
+    assert any("test_gpu.py::" in n for n in names) and any("test_flex.py::" in n for n in names)
+
+
 # ---- FlexAttention on CUDA -------------------------------------------------------------------------------------
 
 FLEX_DIM, FLEX_HEADS = 64, 4
