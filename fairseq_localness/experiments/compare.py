@@ -1381,7 +1381,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--norm", default="pre", help="norm placement(s) for every architecture: pre, post or pre,post [pre]")
     parser.add_argument("--work", type=Path, default=Path("runs/compare"), help="where runs and tables go [runs/compare]")
     parser.add_argument("--jobs", type=int, default=1, help="runs trained at the same time (CPU: one thread each) [1]")
-    parser.add_argument("--gpus", type=int, default=0, help="GPUs per run, each with 1/N of the recipe's tokens per update (0: train on the CPU) [0]")
+    parser.add_argument("--gpus", type=int, default=0,
+                        help="GPUs per run, each with 1/N of the recipe's tokens per update (0: train on the CPU) [0]")
     parser.add_argument("--fp16", action="store_true", help="half-precision training (needs --gpus)")
     parser.add_argument("--train-args", default="", help="Hydra overrides for every run, one quoted string "
                         "(e.g. 'optimization.max_epoch=2' for a smoke run)")
