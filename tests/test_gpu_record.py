@@ -138,6 +138,19 @@ def test_backend_records_need_the_baseline(tmp_path):
         raise AssertionError("ratios without their baseline were accepted")
 
 
+def test_backend_records_of_a_log_without_measurement_lines_say_what_they_read(tmp_path):
+    """The profile group's interleaved round prints a table: the error says which lines the reader needs."""
+    from fairseq_localness.gpu.record import backend_records
+    log = tmp_path / "backends_profile.log"
+    log.write_text("| model | length | training tokens/s |\n| transformer | 1024 | 129,302 |\n")
+    try:
+        backend_records(log, "transformer")
+    except SystemExit as err:
+        assert "no measurement line of the benchmark's subprocess mode" in str(err) and "--profile" in str(err)
+    else:
+        raise AssertionError("a log without measurements gave records")
+
+
 DECODE_LOG = """\
 [1/1] L=64 transformer: train 9,000 tok/s, peak 900 MB, decode 2,000 tok/s (4.1 s)
 [1/1] L=64 transformer_dman@locality_attention_backend=flex: train 3,000 tok/s, peak 1,000 MB, decode 500 tok/s (9.0 s)

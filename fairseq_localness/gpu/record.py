@@ -158,6 +158,9 @@ def backend_records(log: Path, baseline: str) -> List[dict]:
     def ratio(value, base):
         return round(value / base, 3) if value and base else None
 
+    if not rows:  # e.g. the profile group's log: one interleaved round prints a table, not these lines
+        raise SystemExit(f"{log}: no measurement line of the benchmark's subprocess mode ('[i/n] L=LEN ARCH: train "
+                         "... tok/s, peak ... MB'); an interleaved or --profile run prints tables, read them there")
     records = []
     for (spec, seq_len), (speed, memory, decode, repeats) in rows.items():
         arch, _, options = spec.partition("@")
