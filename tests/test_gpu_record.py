@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from fairseq_localness.gpu.record import error_cause, main, pytest_outcomes, outcome_records, train_records
 
 XDIST_LOG = """\
@@ -126,29 +128,20 @@ def test_backend_records_are_medians_with_ratios_to_the_baseline(tmp_path):
     assert unmeasured["train_ratio"] is None and unmeasured["train_tokens_per_s"] is None  # no baseline at 256 either
 
 
-def test_backend_records_need_the_baseline(tmp_path):
+@pytest.mark.parametrize("name, text, baseline, expected", [
+    # ratios need their baseline measured in the same log
+    ("backends.log", None, "transformer_wmt_en_de", ["transformer_wmt_en_de", "--baseline"]),
+    # the profile group's interleaved round prints a table: the error says which lines the reader needs
+    ("backends_profile.log", "| model | length | training tokens/s |\n| transformer | 1024 | 129,302 |\n",
+     "transformer", ["no measurement line of the benchmark's subprocess mode", "--profile"]),
+])
+def test_backend_records_refuse_a_log_they_cannot_turn_into_ratios(tmp_path, name, text, baseline, expected):
     from fairseq_localness.gpu.record import backend_records
-    log = tmp_path / "backends.log"
-    log.write_text(BENCHMARK_LOG)
-    try:
-        backend_records(log, "transformer_wmt_en_de")
-    except SystemExit as err:
-        assert "transformer_wmt_en_de" in str(err) and "--baseline" in str(err)
-    else:
-        raise AssertionError("ratios without their baseline were accepted")
-
-
-def test_backend_records_of_a_log_without_measurement_lines_say_what_they_read(tmp_path):
-    """The profile group's interleaved round prints a table: the error says which lines the reader needs."""
-    from fairseq_localness.gpu.record import backend_records
-    log = tmp_path / "backends_profile.log"
-    log.write_text("| model | length | training tokens/s |\n| transformer | 1024 | 129,302 |\n")
-    try:
-        backend_records(log, "transformer")
-    except SystemExit as err:
-        assert "no measurement line of the benchmark's subprocess mode" in str(err) and "--profile" in str(err)
-    else:
-        raise AssertionError("a log without measurements gave records")
+    log = tmp_path / name
+    log.write_text(BENCHMARK_LOG if text is None else text)
+    with pytest.raises(SystemExit) as err:
+        backend_records(log, baseline)
+    assert all(part in str(err.value) for part in expected), str(err.value)
 
 
 DECODE_LOG = """\
