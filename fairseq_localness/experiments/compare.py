@@ -47,7 +47,8 @@ from ..cli import int_at_least
 from ..evaluation.outputs import HYP_DETOK, HYP_TOK, REF_TOK, SCORES, generate_log, generate_output
 from ..paths import CONFIG_DIR, REPO, SCRIPTS_DIR, CheckoutError, require_checkout
 from ..provenance import checkout_of, machine_description, portable_paths
-from .launch import LaunchError, Launch, arch_configs, benchmark_values, benchmarks, model_keys, precision_overrides
+from .launch import (LaunchError, Launch, arch_configs, benchmark_values, benchmarks, model_keys, precision_overrides,
+                     tokens_per_update)
 from .plans import RowPlan
 from .processes import allocator_line, cpu_training_env, stream
 from .rundir import read_config_record
@@ -210,8 +211,7 @@ def per_gpu_tokens(grid: Grid, recipe_dir: Optional[Path]) -> Optional[int]:
     ``dataset.max_tokens`` (the user's per-device batch, which the launcher then splits the same way)."""
     if grid.gpus <= 1 or any(o.startswith("dataset.max_tokens=") for o in grid.train_overrides):
         return None
-    values = benchmark_values(grid.recipe, recipe_dir)
-    per_update = int(values["dataset"]["max_tokens"]) * int(values["optimization"]["update_freq"][0])
+    per_update = tokens_per_update(benchmark_values(grid.recipe, recipe_dir))
     if per_update % grid.gpus:
         raise LaunchError(f"--gpus {grid.gpus}: the recipe's {per_update} tokens per update do not split evenly "
                           f"over {grid.gpus} GPUs; use a number of GPUs that divides {per_update}")

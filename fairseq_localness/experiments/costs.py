@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import List, Optional, Tuple
 
-from .recipes import benchmark_values
+from .recipes import benchmark_values, tokens_per_update
 
 #: Training throughput per GPU (tokens/s) on the papers' hardware, from Yang et al. (2019) Table 2 and Sec. 5:
 #: 8 NVIDIA P40 GPUs x 4096 tokens per step, Transformer-Base 1.28 and Transformer-Big 0.61 steps/s (WMT14 En-De).
@@ -19,7 +19,7 @@ def gpu_hours(row) -> Tuple[Optional[int], int, str, Optional[float]]:
     effective batch, at the per-GPU throughput of its model size (small models counted as base)."""
     values = benchmark_values(row.setting)
     updates = int(values["optimization"].get("max_update") or 0) or STATED_UPDATES.get(row.setting)
-    tokens = int(values["dataset"]["max_tokens"]) * int(values["optimization"]["update_freq"][0])
+    tokens = tokens_per_update(values)
     size = "big" if "big" in f"{row.setting} {row.arch}" else "base"
     hours = updates * tokens / P40_TOKENS_PER_GPU_S[size] / 3600 if updates else None
     return updates, tokens, size, hours

@@ -43,6 +43,7 @@ from .recipes import (  # noqa: F401  (the launcher's vocabulary, re-exported fo
     hydra_overrides,
     recipe_path,
     search_path,
+    tokens_per_update,
 )
 
 
@@ -366,7 +367,7 @@ class Launch:
         """Effective-batch arithmetic for this launch."""
         values = benchmark_values(self.benchmark, self.recipe_dir)
         config_tokens = int(values["dataset"]["max_tokens"])
-        effective = self.effective_tokens or config_tokens * int(values["optimization"]["update_freq"][0])
+        effective = self.effective_tokens or tokens_per_update(values)
         # a dataset.max_tokens override is the per-device batch, like --max-tokens; the paper's batch stays
         for override in self.overrides:
             if override.startswith("dataset.max_tokens="):

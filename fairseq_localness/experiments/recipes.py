@@ -113,3 +113,9 @@ def benchmark_values(benchmark: str, recipe_dir: Optional[Path] = None) -> Dict:
         return into
 
     return load(recipe_path(benchmark, recipe_dir))
+
+
+def tokens_per_update(values: Dict) -> int:
+    """A benchmark's effective batch (:func:`benchmark_values`): its max_tokens x update_freq, the tokens of one
+    update whatever the number of devices."""
+    return int(values["dataset"]["max_tokens"]) * int(values["optimization"]["update_freq"][0])
