@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -191,3 +192,21 @@ def test_a_launch_renders_the_train_sh_arguments_it_was_parsed_from(argv):
 def test_precision_flags_become_the_overrides_fairseq_hydra_train_reads():
     assert launch.precision_overrides(["--fp16", "--bf16", "model.dropout=0.1"]) == [
         "common.fp16=true", "common.bf16=true", "model.dropout=0.1"]
+
+
+def test_a_streamed_log_holds_each_line_as_soon_as_it_is_read(tmp_path):
+    """A training's train.log is written line by line: a line the child printed is in the file while the child
+    still runs, so a grid killed mid-run (no chance to flush) keeps every validation line it had read."""
+    from fairseq_localness.experiments import processes
+
+    log = tmp_path / "train.log"
+    command = [sys.executable, "-c", "import time; print('epoch 012 | valid on', flush=True); time.sleep(60)"]
+    seen = []
+
+    def on_line(line: str) -> None:
+        seen.append(log.read_text())
+        raise KeyboardInterrupt  # stops the child as Ctrl-C would, before it exits by itself
+
+    with pytest.raises(KeyboardInterrupt):
+        processes.stream(command, log, dict(os.environ), on_line)
+    assert len(seen) == 1 and seen[0].endswith("epoch 012 | valid on\n")

@@ -128,12 +128,16 @@ def run_processes(commands: List[List[str]], cpu_workers: bool, cpu: bool = Fals
 
 
 def stream(command: List[str], log: Path, env: Dict[str, str], on_line: Optional[Callable[[str], None]] = None) -> int:
-    """Run ``command`` with its output appended to ``log``; ``on_line`` sees every line. Stopped with it."""
+    """Run ``command`` with its output appended to ``log``; ``on_line`` sees every line. Stopped with it.
+
+    The log is line-buffered: each line is in the file once it is read, so ``tail -f`` follows the training
+    and a killed process (a session's end, ``kill -9``) loses nothing it had read.
+    """
     import datetime
     import shlex
 
     log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "a", encoding="utf-8") as out:
+    with open(log, "a", encoding="utf-8", buffering=1) as out:
         out.write(f"\n# {datetime.datetime.now().isoformat(timespec='seconds')} {shlex.join(command)}\n")
         children = Children().start([command], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                     errors="replace")
