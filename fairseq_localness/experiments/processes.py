@@ -131,7 +131,7 @@ def stream(command: List[str], log: Path, env: Dict[str, str], on_line: Optional
     """Run ``command`` with its output appended to ``log``; ``on_line`` sees every line. Stopped with it.
 
     The log is line-buffered: each line is in the file once it is read, so ``tail -f`` follows the training
-    and a killed process (a session's end, ``kill -9``) loses nothing it had read.
+    and a killed process (``kill -9``, a machine going away) loses nothing it had read.
     """
     import datetime
     import shlex
