@@ -98,7 +98,8 @@ def render(results: Path = RESULTS, base: Path = REPO) -> str:
              "test sentences for these seeds, and where a cell has one seed (no sd) it says nothing of how far "
              "another seed would move it. "
              "Training speed is a ratio to the baseline's run of the same seed in the same grid, mean over the "
-             "seeds both have (CPU runs share the machine: noisy). The "
+             "seeds both have. It is noisy: CPU runs share the machine, and a grid's runs are spread over machines "
+             "of different speed; docs/compare.md measures every family at this size in one process. The "
              "full tables give every metric, the seeds, the recipe, the test and the layers each method sits in "
              "(each method's default placement, which its paper chose for a 6-layer encoder).")
     return "\n".join(lines) + "\n\n" + markdown(header, rows) + "\n\n" + notes

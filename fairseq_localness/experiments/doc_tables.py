@@ -636,6 +636,8 @@ TABLES: Tuple[DocTable, ...] = (
     DocTable("benchmark/quiet", "docs/benchmark.md",
              ("benchmark/quiet/run-a.json", "benchmark/quiet/run-b.json", "benchmark/quiet/run-c.json"), quiet_table,
              also=EVERY_FAMILY),
+    DocTable("benchmark/compare-size-cpu-time", "docs/compare.md", ("benchmark/compare-size-cpu-time.json",),
+             rounds_table()),
     DocTable("benchmark/memory-every-family", "docs/benchmark.md", ("benchmark/memory-every-family.json",), memory_table),
     DocTable("benchmark/gaussian-iwslt-loaded", "docs/benchmark.md", ("benchmark/gaussian-iwslt-loaded.json",),
              printed_table(models=True)),
