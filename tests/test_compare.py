@@ -264,6 +264,16 @@ def test_seeds_archs_and_norms_are_checked():
         compare.resolve_archs("transformer,transformer_gausian", groups)
 
 
+def test_the_caption_names_the_decoding_flags_that_decoded():
+    """--eval-args come after the corpus's defaults, and evaluate.sh's parser keeps an option's last value: the
+    caption gives that value alone, where the option was last given."""
+    corpus_then_user = ["--beam", "5", "--lenpen", "1.0", "--beam", "1", "--max-len-b", "5"]
+    assert compare.effective_flags(corpus_then_user) == ["--lenpen", "1.0", "--beam", "1", "--max-len-b", "5"]
+    assert compare.effective_flags(["--beam", "5", "--beam=4", "--cpu", "--cpu"]) == ["--beam=4", "--cpu"]
+    assert compare.effective_flags(["--beam", "5", "--lenpen", "1.0"]) == ["--beam", "5", "--lenpen", "1.0"]
+    assert compare.effective_flags([]) == []
+
+
 def test_norm_placement_is_the_same_switch_for_every_architecture():
     assert compare.norm_overrides("transformer", "pre") == [
         "model.encoder_normalize_before=true", "model.decoder_normalize_before=true"]
@@ -655,6 +665,7 @@ def test_tiny_grid_table_columns_and_files(tiny_grid):
     assert "training speed | decoding speed | epochs |" in header
     assert "measured" in table and "command: `fairseq-localness-compare" in table and "pre-norm for every architecture" in table
     assert "4 runs finished (of the 4 its command plans)" in table
+    assert "test split decoded with --beam 2 --max-len-b 20." in table
     # each CPU training logs the allocator settings it ran with (the launcher's, where the environment sets none)
     assert ("# CPU allocator: MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TOP_PAD_=536870912 MALLOC_TRIM_THRESHOLD_=4294967296"
             in (out / "pre" / "transformer" / "seed1" / "train.log").read_text())

@@ -231,6 +231,27 @@ def evaluate_argv(grid: Grid, spec: RunSpec) -> List[str]:
             *grid.evaluate_flags, *([] if grid.gpus else ["--cpu"]), "--out", str(run_dir / EVAL_DIR), "--force"]
 
 
+def effective_flags(flags: Sequence[str]) -> List[str]:
+    """The decoding flags as evaluate.sh's parser reads them, for the table's caption: an option given twice (the
+    corpus's default, then ``--eval-args``) keeps only its last value, as argparse does, so the caption names
+    the beam that decoded, not both."""
+    groups: List[Tuple[str, List[str]]] = []
+    i = 0
+    while i < len(flags):
+        token = flags[i]
+        if not token.startswith("--"):  # a value without an option: keep it where it is
+            groups.append((f"#{i}", [token]))
+            i += 1
+        elif "=" not in token and i + 1 < len(flags) and not flags[i + 1].startswith("--"):
+            groups.append((token, [token, flags[i + 1]]))
+            i += 2
+        else:
+            groups.append((token.split("=", 1)[0], [token]))
+            i += 1
+    last = {name: k for k, (name, _) in enumerate(groups)}
+    return [token for k, (name, tokens) in enumerate(groups) if last[name] == k for token in tokens]
+
+
 def has_test_split(data_bin: Path) -> bool:
     return any(data_bin.glob("dict.*.txt")) and any(data_bin.glob("test.*.idx"))
 
@@ -799,7 +820,7 @@ def write_outputs(grid: Grid, records: List[Dict[str, Any]], rows: List[Dict[str
     summary = recipe_summary(grid, records)
     notes = [
         f"Mean ± sample sd over seeds. {summary}. Checkpoint: lowest validation loss; test split "
-        f"decoded with {' '.join(grid.evaluate_flags) or 'evaluate.sh defaults'}.",
+        f"decoded with {shlex.join(effective_flags(grid.evaluate_flags)) or 'evaluate.sh defaults'}.",
         f"Δ: seed-pooled BLEU minus that of `{grid.baseline}` with the same norm placement, on the seeds both have "
         f"(named in the cell where one row has seeds the other lacks); mark and p from a paired bootstrap "
         f"({samples:,} resamples of the test sentences, each drawn sentence with every seed's output of it; each "
