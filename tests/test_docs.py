@@ -181,6 +181,50 @@ def test_readme_results_table_by_hand(tmp_path):
     assert "| `transformer_sman` | pre | 41.50 (+0.90 ↑, seeds 1) | - | 2.40M | 0.90 |" in text
 
 
+def test_readme_one_process_speed_column_by_hand(tmp_path):
+    """The one-process benchmark of docs/results/benchmark/ adds a column (every norm row of an architecture
+    shows its measurement, '-' where it has none) and a line with its date, machine and command; a file measured
+    at another model size than the grid's is refused, naming the file."""
+    import json
+
+    from fairseq_localness.experiments import compare_readme
+
+    results = tmp_path / "docs" / "results" / "compare"
+    (results / "multi30k_de_en").mkdir(parents=True)
+    rows = [{"arch": arch, "norm": norm, "seeds": [1], "sacrebleu": 40.0, "params": params, "train_speed_ratio": 0.5}
+            for arch, norm, params in (("transformer", "pre", 2_396_672), ("transformer_dman", "pre", 2_804_501),
+                                       ("transformer", "post", 2_396_160), ("transformer_cnns", "pre", 3_777_536))]
+    (results / "multi30k_de_en" / "table.json").write_text(json.dumps(
+        {"caption": "multi30k_de_en: 4 runs", "baseline": "transformer", "rows": rows}))
+    assert compare_readme.render(results, tmp_path).count("training speed, one process") == 0  # no file: no column
+
+    def ratio(median):
+        return {"median": median, "q1": median, "q3": median, "min": median, "max": median, "rounds": 7}
+
+    benchmark = {"date": "2026-01-02", "time": "10:00-10:10 UTC", "machine": "2-core CPU", "torch": "2.13.0+cpu",
+                 "command": "python scripts/benchmark.py --interleaved 7",
+                 "records": [{"arch": "transformer", "seq_len": 16, "params": 2_396_160, "train_ratio": ratio(1.0)},
+                             {"arch": "transformer_dman", "seq_len": 16, "params": 2_804_501, "train_ratio": ratio(0.8149)}]}
+    (tmp_path / "docs" / "results" / "benchmark").mkdir()
+    speed_file = tmp_path / "docs" / "results" / "benchmark" / "compare-size-cpu-time.json"
+    speed_file.write_text(json.dumps(benchmark))
+    text = compare_readme.render(results, tmp_path)
+    assert ("* **Training speed, one process**: each architecture's training step at the recipe's model size (the "
+            "measured `transformer` has the grid's parameters), on batches of 16-token sentences") in text
+    assert ("median of 7 rounds; measured 2026-01-02, 10:00-10:10 UTC, on 2-core CPU, torch 2.13.0+cpu; command: "
+            "`python scripts/benchmark.py --interleaved 7`; "
+            "[result file](docs/results/benchmark/compare-size-cpu-time.json)") in text
+    assert "| training speed, grid (Multi30k de→en) | training speed, one process |" in text
+    assert "| `transformer` | pre | 40.00 (baseline) | 2.40M | 0.50 | 1.00 |" in text
+    assert "| `transformer_dman` | pre | 40.00 | 2.80M | 0.50 | 0.81 |" in text
+    assert "| `transformer` | post | 40.00 (baseline) | 2.40M | 0.50 | 1.00 |" in text
+    assert "| `transformer_cnns` | pre | 40.00 | 3.78M | 0.50 | - |" in text
+    benchmark["records"][0]["params"] = 9_999
+    speed_file.write_text(json.dumps(benchmark))
+    with pytest.raises(ValueError, match="compare-size-cpu-time.json: its transformer has .9999. parameters"):
+        compare_readme.render(results, tmp_path)
+
+
 # ---------------------------------------------------------------------------------------------------- links
 
 

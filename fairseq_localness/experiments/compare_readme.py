@@ -6,7 +6,9 @@ Writes the text between ``<!-- compare-results -->`` and ``<!-- /compare-results
 per published corpus (its caption with date, machine and command, and links to its full table, figure, learning
 curves, runs and BLEU by length), then one compact table with a row per (architecture, norm placement) and a
 column per corpus (BLEU, and the difference from the baseline with its significance mark), read from each
-corpus's ``table.json``. The full tables (every metric, the recipe, the test) stay in docs/results/compare/, so
+corpus's ``table.json``, and a last column of each architecture's training speed measured in one process
+(docs/results/benchmark/compare-size-cpu-time.json, with its own line of date, machine and command). The full
+tables (every metric, the recipe, the test) stay in docs/results/compare/, so
 the README stays short while the grid grows. It also writes the train-short / test-long block of
 docs/methods/modern.md (``<!-- extrapolation-results -->``) from the Europarl split's BLEU by source length.
 ``--check`` writes nothing and exits 1 when either page differs from the files (``tests/test_docs.py`` checks both).
@@ -52,6 +54,42 @@ def cell(row: Dict, baseline: str, baseline_seeds: Optional[Sequence[int]] = Non
     return f"{text} (baseline)" if row["arch"] == baseline else text
 
 
+#: every architecture at the comparison recipe's size, timed in one process (docs/compare.md's generated table),
+#: relative to ``RESULTS``'s parent
+ONE_PROCESS_SPEED = Path("benchmark") / "compare-size-cpu-time.json"
+
+
+def one_process_speed(results: Path, base: Path, recipe_table: Dict) -> Tuple[Optional[str], Dict[str, float]]:
+    """The README's line on the one-process speed measurement (date, machine, command, file) and each
+    architecture's median training ratio to the Transformer, from ``results``/../benchmark/; ``(None, {})``
+    where that file is absent. ``recipe_table`` is the first corpus's table.json: the measured baseline must have
+    the parameters of its baseline (in one of its norm placements), else the file measured another model size."""
+    path = results.parent / ONE_PROCESS_SPEED
+    if not path.is_file():
+        return None, {}
+    run = json.loads(path.read_text(encoding="utf-8"))
+    ratios: Dict[str, float] = {}
+    for record in run["records"]:
+        if record["arch"] in ratios:
+            raise ValueError(f"{path}: {record['arch']} is measured at more than one length; the README shows one")
+        ratios[record["arch"]] = record["train_ratio"]["median"]
+    baseline = recipe_table["baseline"]
+    measured = {r["params"] for r in run["records"] if r["arch"] == baseline}
+    trained = {r.get("params") for r in recipe_table["rows"] if r["arch"] == baseline}
+    if not measured & trained:
+        raise ValueError(f"{path}: its {baseline} has {sorted(measured)} parameters, the grid's {sorted(trained)}: "
+                         "measured at another size than the recipe's")
+    first = run["records"][0]
+    line = (f"* **Training speed, one process**: each architecture's training step at the recipe's model size "
+            f"(the measured `{baseline}` has the grid's parameters), on batches of {first['seq_len']}-token sentences, "
+            f"interleaved with `{baseline}`'s in one process and timed by CPU time, median of "
+            f"{first['train_ratio']['rounds']} rounds; "
+            f"measured {run['date']}, {run['time']}, on {run['machine']}, torch {run['torch']}; command: "
+            f"`{run['command']}`; [result file]({path.relative_to(base).as_posix()}), "
+            f"[table]({Path(os.path.relpath(REPO / 'docs' / 'compare.md', base)).as_posix()}#the-table).")
+    return line, ratios
+
+
 def render(results: Path = RESULTS, base: Path = REPO) -> str:
     """The section's text from the table.json files under ``results`` (links relative to ``base``)."""
     published: List[Tuple[str, str, str, Dict]] = []
@@ -82,14 +120,19 @@ def render(results: Path = RESULTS, base: Path = REPO) -> str:
             cells[key][column] = cell(row, table["baseline"], baseline_seeds.get(row["norm"]))
     extras = {(r["arch"], r["norm"]): r for r in first["rows"]}
     name = published[0][2]
+    speed_line, one_process = one_process_speed(results, base, first)
+    if speed_line:
+        lines.append(speed_line)
     header = ["architecture", "norm", *(c for _, _, c, _ in published), f"parameters ({name})",
-              f"training speed ({name})"]
+              f"training speed, grid ({name})", *(["training speed, one process"] if one_process else [])]
     rows = []
     for arch, norm in order:
         extra = extras.get((arch, norm), {})
         params = f"{extra['params'] / 1e6:.2f}M" if extra.get("params") else "-"
         speed = f"{extra['train_speed_ratio']:.2f}" if extra.get("train_speed_ratio") is not None else "-"
-        rows.append([f"`{arch}`", norm, *(cells[(arch, norm)].get(c, "-") for _, _, c, _ in published), params, speed])
+        measured = ([f"{one_process[arch]:.2f}" if arch in one_process else "-"] if one_process else [])
+        rows.append([f"`{arch}`", norm, *(cells[(arch, norm)].get(c, "-") for _, _, c, _ in published), params, speed,
+                     *measured])
     notes = ("Cells: sacreBLEU (tokenized BLEU where a corpus has no raw reference), mean ± sd over the seeds "
              f"finished, and the seed-pooled BLEU's difference from `{first['baseline']}` with the same norm "
              "placement, on the seeds both have (named where one row has seeds the other lacks); "
@@ -97,9 +140,14 @@ def render(results: Path = RESULTS, base: Path = REPO) -> str:
              "The test resamples sentences, not training seeds: a mark says that the difference holds across these "
              "test sentences for these seeds, and where a cell has one seed (no sd) it says nothing of how far "
              "another seed would move it. "
-             "Training speed is a ratio to the baseline's run of the same seed in the same grid, mean over the "
+             "Training speed, grid: a ratio to the baseline's run of the same seed in the same grid, mean over the "
              "seeds both have. It is noisy: CPU runs share the machine, and a grid's runs are spread over machines "
-             "of different speed; docs/compare.md measures every family at this size in one process. The "
+             "of different speed. "
+             + ("Training speed, one process: every row timed on one machine in one run (the line above the "
+                "table says how; docs/compare.md gives each ratio's spread over the rounds), so the machine cannot "
+                "differ between rows; norm placement adds at most a final layer norm, so the post-norm rows repeat "
+                "the measurement. " if one_process else "")
+             + "The "
              "full tables give every metric, the seeds, the recipe, the test and the layers each method sits in "
              "(each method's default placement, which its paper chose for a 6-layer encoder).")
     return "\n".join(lines) + "\n\n" + markdown(header, rows) + "\n\n" + notes
