@@ -8,8 +8,8 @@ curves, runs and BLEU by length), then one compact table with a row per (archite
 column per corpus (BLEU, and the difference from the baseline with its significance mark), read from each
 corpus's ``table.json``, and a last column of each architecture's training speed measured in one process
 (docs/results/benchmark/compare-size-cpu-time.json, with its own line of date, machine and command). The full
-tables (every metric, the recipe, the test) stay in docs/results/compare/, so
-the README stays short while the grid grows. It also writes the train-short / test-long block of
+tables (every metric, the recipe, the test) stay in docs/results/compare/, so the README stays short while the
+grid grows. It also writes the train-short / test-long block of
 docs/methods/modern.md (``<!-- extrapolation-results -->``) from the Europarl split's BLEU by source length.
 ``--check`` writes nothing and exits 1 when either page differs from the files (``tests/test_docs.py`` checks both).
 """
