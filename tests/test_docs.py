@@ -202,7 +202,8 @@ def test_readme_one_process_speed_column_by_hand(tmp_path):
         return {"median": median, "q1": median, "q3": median, "min": median, "max": median, "rounds": 7}
 
     benchmark = {"date": "2026-01-02", "time": "10:00-10:10 UTC", "machine": "2-core CPU", "torch": "2.13.0+cpu",
-                 "command": "python scripts/benchmark.py --interleaved 7",
+                 "load_average": "0.1 before, 0.2 after", "note": "Nothing else ran.",
+                 "command": "python scripts/benchmark.py --interleaved 7", "source": "written by the command",
                  "records": [{"arch": "transformer", "seq_len": 16, "params": 2_396_160, "train_ratio": ratio(1.0)},
                              {"arch": "transformer_dman", "seq_len": 16, "params": 2_804_501, "train_ratio": ratio(0.8149)}]}
     (tmp_path / "docs" / "results" / "benchmark").mkdir()
@@ -211,9 +212,10 @@ def test_readme_one_process_speed_column_by_hand(tmp_path):
     text = compare_readme.render(results, tmp_path)
     assert ("* **Training speed, one process**: each architecture's training step at the recipe's model size (the "
             "measured `transformer` has the grid's parameters), on batches of 16-token sentences") in text
-    assert ("median of 7 rounds; measured 2026-01-02, 10:00-10:10 UTC, on 2-core CPU, torch 2.13.0+cpu; command: "
-            "`python scripts/benchmark.py --interleaved 7`; "
+    assert ("median of 7 rounds; measured 2026-01-02, 10:00-10:10 UTC, on 2-core CPU, torch 2.13.0+cpu, load average "
+            "0.1 before, 0.2 after; command: `python scripts/benchmark.py --interleaved 7`; "
             "[result file](docs/results/benchmark/compare-size-cpu-time.json)") in text
+    assert "#the-table). Nothing else ran.\n" in text  # the file's note: what its load average means
     assert "| training speed, grid (Multi30k de→en) | training speed, one process |" in text
     assert "| `transformer` | pre | 40.00 (baseline) | 2.40M | 0.50 | 1.00 |" in text
     assert "| `transformer_dman` | pre | 40.00 | 2.80M | 0.50 | 0.81 |" in text

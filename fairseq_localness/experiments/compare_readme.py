@@ -25,7 +25,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..paths import REPO
 from .compare import seeds_note
-from .doc_tables import markdown, replace_block
+from .doc_tables import load_run, markdown, measured_at, replace_block
 
 RESULTS = REPO / "docs" / "results" / "compare"
 README = REPO / "README.md"
@@ -67,7 +67,7 @@ def one_process_speed(results: Path, base: Path, recipe_table: Dict) -> Tuple[Op
     path = results.parent / ONE_PROCESS_SPEED
     if not path.is_file():
         return None, {}
-    run = json.loads(path.read_text(encoding="utf-8"))
+    run = load_run(path)
     ratios: Dict[str, float] = {}
     for record in run["records"]:
         if record["arch"] in ratios:
@@ -84,9 +84,10 @@ def one_process_speed(results: Path, base: Path, recipe_table: Dict) -> Tuple[Op
             f"(the measured `{baseline}` has the grid's parameters), on batches of {first['seq_len']}-token sentences, "
             f"interleaved with `{baseline}`'s in one process and timed by CPU time, median of "
             f"{first['train_ratio']['rounds']} rounds; "
-            f"measured {run['date']}, {run['time']}, on {run['machine']}, torch {run['torch']}; command: "
+            f"measured {measured_at(run)}; command: "
             f"`{run['command']}`; [result file]({path.relative_to(base).as_posix()}), "
-            f"[table]({Path(os.path.relpath(REPO / 'docs' / 'compare.md', base)).as_posix()}#the-table).")
+            f"[table]({Path(os.path.relpath(REPO / 'docs' / 'compare.md', base)).as_posix()}#the-table)."
+            + (f" {run['note'].rstrip('.')}." if run.get("note") else ""))  # what the load average means, say
     return line, ratios
 
 

@@ -86,7 +86,8 @@ def _link(path: Path, page: Path) -> str:
     return f"[{path.relative_to(RESULTS).as_posix()}]({target})"
 
 
-def _when(run: Run) -> str:
+def measured_at(run: Run) -> str:
+    """'DATE, TIME, on MACHINE, torch T, load average L': when and where a result file was measured."""
     when = f"{run['date']}, {run['time']}," if run.get("time") else run["date"]
     torch = f", torch {run['torch']}" if run.get("torch") else ""
     load = f", load average {run['load_average']}" if run.get("load_average") else ""
@@ -115,14 +116,14 @@ def caption(runs: Sequence[Run], paths: Sequence[Path], page: Path, also: Sequen
         if len(runs) > 1 and len(heads) == 1 and last_archs:
             # runs of one benchmark command that differ in their models only: the command once, then each --archs
             archs = [f"`{run['command'].partition(' --archs ')[2]}` ({_link(path, page)})" for run, path in zip(runs, paths)]
-            text = (f"Measured {_when(runs[0])}. {len(runs)} runs of `{heads.pop()} --archs ARCHS`, ARCHS: "
+            text = (f"Measured {measured_at(runs[0])}. {len(runs)} runs of `{heads.pop()} --archs ARCHS`, ARCHS: "
                     + "; ".join(archs) + ".")
         else:
             commands = [f"{_command(run, multi_line, len(runs) == 1)} ({_link(path, page)})"
                         for run, path in zip(runs, paths)]
-            text = f"Measured {_when(runs[0])}. " + ("" if len(runs) == 1 else f"{len(runs)} runs: ") + "; ".join(commands) + "."
+            text = f"Measured {measured_at(runs[0])}. " + ("" if len(runs) == 1 else f"{len(runs)} runs: ") + "; ".join(commands) + "."
     else:
-        text = " ".join(f"{_link(path, page)}: measured {_when(run)}; {_command(run, multi_line, False)}."
+        text = " ".join(f"{_link(path, page)}: measured {measured_at(run)}; {_command(run, multi_line, False)}."
                         for run, path in zip(runs, paths))
     notes = list(dict.fromkeys(run["note"] for run in runs if run.get("note")))
     if notes:
