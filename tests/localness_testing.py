@@ -294,3 +294,19 @@ def padded_positions(b: int, attn_type: str):
     if attn_type == "encoder":
         return {j: j - PADDED_PAD for j in range(PADDED_PAD, PADDED_LENGTH)}
     return {j: j for j in range(PADDED_LENGTH - PADDED_PAD)}
+
+
+def padded_rows(attn_type: str):
+    """{sentence: its real query rows}: the rows whose weights the equation tests compare."""
+    return {b: list(padded_positions(b, attn_type)) for b in (0, 1)}
+
+
+def padded_support(attn_type: str, keep=lambda b, h, i, j: True):
+    """support(b, h, i) for ``hand_attention``: the real keys query i sees (j <= i in the decoder), narrowed by
+    ``keep(b, h, i, j)`` (a method's own mask); a padded query sees nothing."""
+    def support(b, h, i):
+        pos = padded_positions(b, attn_type)
+        if i not in pos:
+            return []
+        return [j for j in pos if (attn_type == "encoder" or j <= i) and keep(b, h, i, j)]
+    return support

@@ -31,7 +31,9 @@ from localness_testing import (
     hand_attention,
     identity_attention,
     padded_inputs,
-    padded_positions,
+    padded_positions as positions,
+    padded_rows as rows,
+    padded_support as visible,
 )
 
 LENGTH, PAD = PADDED_LENGTH, PADDED_PAD
@@ -39,23 +41,6 @@ LENGTH, PAD = PADDED_LENGTH, PADDED_PAD
 
 def inputs(dim, attn_type, seed=0):
     return padded_inputs(dim, attn_type, seed)
-
-
-def positions(b, attn_type):
-    return padded_positions(b, attn_type)
-
-
-def rows(attn_type):
-    return {b: list(positions(b, attn_type)) for b in (0, 1)}
-
-
-def visible(attn_type, keep=lambda b, h, i, j: True):
-    def support(b, h, i):
-        pos = positions(b, attn_type)
-        if i not in pos:
-            return []
-        return [j for j in pos if (attn_type == "encoder" or j <= i) and keep(b, h, i, j)]
-    return support
 
 
 @pytest.mark.parametrize("attn_type", ["encoder", "decoder"])

@@ -31,7 +31,9 @@ from localness_testing import (
     hand_attention,
     identity_attention,
     padded_inputs,
-    padded_positions,
+    padded_positions as positions,
+    padded_rows as rows,
+    padded_support as visible,
 )
 
 DIM, HEADS = 4, 2
@@ -41,24 +43,6 @@ D = DIM // HEADS
 
 def inputs(attn_type, seed=0):
     return padded_inputs(DIM, attn_type, seed)
-
-
-def positions(b, attn_type):
-    return padded_positions(b, attn_type)
-
-
-def visible(b, attn_type):
-    """support(b, h, i): the real keys query i sees (j <= i in the decoder)."""
-    def support(b_, h, i):
-        pos = positions(b_, attn_type)
-        if i not in pos:
-            return []
-        return [j for j in pos if attn_type == "encoder" or j <= i]
-    return support
-
-
-def rows(attn_type):
-    return {b: list(positions(b, attn_type)) for b in (0, 1)}
 
 
 def sigmoid(value: float) -> float:
@@ -110,7 +94,7 @@ def test_gaussian_attention_from_eq_4_to_9(attn_type, strategy):
         sigma = windows[b, h, i] / 2
         return -((positions(b, attn_type)[j] - centers[b, h, i]) ** 2) / (2 * sigma**2)
 
-    weights, out = hand_attention(x, x, HEADS, visible(None, attn_type), extra=gaussian)
+    weights, out = hand_attention(x, x, HEADS, visible(attn_type), extra=gaussian)
     mask = causal_mask(LENGTH) if attn_type == "decoder" else None
     assert_attention(attention, x, weights, out, rows(attn_type), key_padding_mask=padding, attn_mask=mask)
 
@@ -150,7 +134,7 @@ def test_relative_positions_from_eq_3_to_6(attn_type, values, clip):
     def key_term(b, h, i, j):  # q_i a^K_ij / sqrt(d)
         return float(x[i, b, h * D:(h + 1) * D] @ method.key_embeddings[bucket(b, i, j)]) / math.sqrt(D)
 
-    weights, out = hand_attention(x, x, HEADS, visible(None, attn_type), extra=key_term)
+    weights, out = hand_attention(x, x, HEADS, visible(attn_type), extra=key_term)
     if values:  # + sum_j alpha_ij a^V_ij (Eq. 3)
         for b, queries in rows(attn_type).items():
             for i in queries:

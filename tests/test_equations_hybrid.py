@@ -22,7 +22,8 @@ from localness_testing import (
     causal_mask,
     hand_attention,
     identity_attention,
-    padded_positions,
+    padded_positions as positions,
+    padded_rows as rows,
 )
 
 DIM, HEADS = 4, 2
@@ -43,10 +44,6 @@ def setup(attn_type: str, **options):
     return attention, x, padding
 
 
-def positions(b: int, attn_type: str):
-    return padded_positions(b, attn_type)
-
-
 def band(attn_type: str, m):
     """Real keys with |i - j| <= m (m=None: every real key); the decoder also has j <= i."""
     def support(b, h, i):
@@ -63,10 +60,6 @@ def hand_patterns(x, attn_type: str, m: int):
     global_w, global_out = hand_attention(queries, x, HEADS, band(attn_type, None))
     local_w, local_out = hand_attention(queries, x, HEADS, band(attn_type, m))
     return global_w, global_out, local_w, local_out
-
-
-def rows(attn_type):
-    return {b: list(positions(b, attn_type)) for b in (0, 1)}
 
 
 @pytest.mark.parametrize("attn_type", ["encoder", "decoder"])
