@@ -120,6 +120,27 @@ def test_readme_results_match_their_files():
             assert all(f"| `{row['arch']}` | {row['norm']} | {len(row['seeds'])} |" in table.read_text() for row in rows)
 
 
+def test_quickstart_times_are_the_measured_ones():
+    """The minutes the README, docs/training.md and the quickstart's --help give are its timed run's
+    (docs/results/testing/quickstart-time.json), rounded to the minute."""
+    from fairseq_localness.experiments import doc_tables
+
+    run = doc_tables.load_run(doc_tables.RESULTS / "testing" / "quickstart-time.json")
+    full, smoke = doc_tables.quickstart_minutes(run), doc_tables.quickstart_minutes(run, "--smoke")
+    said = {
+        "README.md": (r"(\d+) minutes on a quiet 2-core machine", 2),
+        "docs/training.md": (r"(\d+) minutes for the whole quickstart", 1),
+        "scripts/quickstart.sh": (r"about (\d+) minutes for both", 1),
+    }
+    for name, (pattern, count) in said.items():
+        found = [int(m) for m in re.findall(pattern, " ".join(text(REPO / name).split()))]
+        assert found == [full] * count, f"{name}: {found} minutes; the timed quickstart took {full}"
+    smoke_said = {"README.md": r"runs, in about (\d+) minutes", "docs/training.md": r"`--smoke` takes about (\d+) minutes"}
+    for name, pattern in smoke_said.items():
+        found = [int(m) for m in re.findall(pattern, " ".join(text(REPO / name).split()))]
+        assert found == [smoke], f"{name}: --smoke in {found} minutes; the timed one took {smoke}"
+
+
 def test_train_short_test_long_section_matches_its_files():
     """docs/methods/modern.md's train-short / test-long block is the Europarl split's published files, rendered."""
     from fairseq_localness.experiments import compare_readme

@@ -502,9 +502,37 @@ def suite_time_table(runs, also):
         outcome = f"{r['passed']:,} passed, {r['failed']} failed, {r['skipped']} skipped"
         if r["failed"]:
             outcome += f" ({r['failures']})"
-        seconds = round(r["seconds"])
-        rows.append([r["run"], f"`{r['commit']}`", f"{seconds // 60} min {seconds % 60:02d} s", outcome])
+        rows.append([r["run"], f"`{r['commit']}`", wall_time(r["seconds"]), outcome])
     return markdown(("run", "commit", "wall time", "tests"), rows)
+
+
+def wall_time(seconds: float) -> str:
+    """'7 min 05 s' (or '40 s' under a minute)."""
+    seconds = round(seconds)
+    return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
+
+
+def quickstart_seconds(items: Sequence[Dict], options: str = "") -> float:
+    """The summed wall time of the quickstart's steps run with these options ('' for the default)."""
+    return sum(r["seconds"] for r in items if r["options"] == options)
+
+
+def quickstart_minutes(run: Run, options: str = "") -> int:
+    """The whole quickstart's wall time in whole minutes: the figure the README, docs/training.md and the
+    quickstart's help give."""
+    return round(quickstart_seconds(run["records"], options) / 60)
+
+
+def quickstart_time_table(runs, also):
+    """scripts/quickstart.sh's steps, each with its wall time as the script printed it, one column per run of it
+    (its options), and each run's total."""
+    items = records(runs)
+    options = list(dict.fromkeys(r["options"] for r in items))
+    seconds = {(r["options"], r["step"]): r["seconds"] for r in items}
+    rows = [[step, *(wall_time(seconds[o, step]) if (o, step) in seconds else "-" for o in options)]
+            for step in dict.fromkeys(r["step"] for r in items)]
+    rows.append(["**the whole quickstart**", *(f"**{wall_time(quickstart_seconds(items, o))}**" for o in options)])
+    return markdown(("step", *(f"`quickstart.sh{' ' + o if o else ''}`" for o in options)), rows)
 
 
 def mutation_table(runs, also):
@@ -674,6 +702,7 @@ TABLES: Tuple[DocTable, ...] = (
     DocTable("gpu/h200-compare-dman-fp16", "docs/gpu.md", ("gpu/h200-compare-dman-fp16.json",), gpu_curve_table),
     DocTable("testing/slow-suite-bleu", "docs/testing.md", ("testing/slow-suite-bleu.json",), slow_suite_table),
     DocTable("testing/default-run-time", "docs/testing.md", ("testing/default-run-time.json",), suite_time_table),
+    DocTable("testing/quickstart-time", "docs/training.md", ("testing/quickstart-time.json",), quickstart_time_table),
     DocTable("testing/mutation-score", "docs/testing.md", ("testing/mutation-score.json",), mutation_table),
     DocTable("measurements/parameters-and-speed", "docs/measurements.md", (), parameters_and_speed_table,
              also=(EVERY_FAMILY[0], EVERY_FAMILY[1], "csan/whole-model.json", "benchmark/diffwin-base-len64.json",
