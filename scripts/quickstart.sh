@@ -5,7 +5,7 @@
 #
 #   bash scripts/quickstart.sh [--updates N] [--arch ARCH] [--work DIR] [--cpu-procs N] [--smoke]
 #
-#   --updates N     training updates per model (default 800: about 17 minutes for both on 2 idle cores)
+#   --updates N     training updates per model (default 800: the whole run about 17 minutes on 2 idle cores)
 #   --arch ARCH     the localness architecture to compare (default transformer_gaussian_local);
 #                   any bare name of configs/arch/, sized by configs/benchmark/sample_zh_en_tiny.yaml
 #   --work DIR      where data, checkpoints and results go (default runs/quickstart)
