@@ -535,6 +535,18 @@ def quickstart_time_table(runs, also):
     return markdown(("step", *(f"`quickstart.sh{' ' + o if o else ''}`" for o in options)), rows)
 
 
+def allocator_table(runs, also):
+    """Side-by-side pairs of one CPU training under glibc's allocator defaults and under the launcher's settings:
+    words/s with its ratio to the pair's defaults run, CPU seconds, the training loss."""
+    items = records(runs)
+    baseline = {r["pair"]: r["words_per_s"] for r in items if r["settings"].startswith("glibc's defaults")}
+    rows = [[r["pair"], r["settings"], f"{r['words_per_s']:,.0f}", f"{r['words_per_s'] / baseline[r['pair']]:.2f}",
+             f"{r['user_s']:.0f}", f"{r['system_s']:.0f}", f"{r['wall_s']:.0f}", f"{r['train_loss']:.3f}"]
+            for r in items]
+    return markdown(("pair", "allocator settings", "words/s", "ratio to glibc's defaults", "user CPU s",
+                     "system CPU s", "wall s", f"training loss after {items[0]['updates']} updates"), rows)
+
+
 def mutation_table(runs, also):
     (r,) = records(runs)
     killed, later, equivalent = r["killed"], r["killed_by_later_tests"], r["equivalent"]
@@ -667,6 +679,7 @@ TABLES: Tuple[DocTable, ...] = (
              also=EVERY_FAMILY),
     DocTable("benchmark/compare-size-cpu-time", "docs/compare.md", ("benchmark/compare-size-cpu-time.json",),
              rounds_table()),
+    DocTable("benchmark/cpu-allocator", "docs/training.md", ("benchmark/cpu-allocator.json",), allocator_table),
     DocTable("benchmark/memory-every-family", "docs/benchmark.md", ("benchmark/memory-every-family.json",), memory_table),
     DocTable("benchmark/gaussian-iwslt-loaded", "docs/benchmark.md", ("benchmark/gaussian-iwslt-loaded.json",),
              printed_table(models=True)),
