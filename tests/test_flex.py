@@ -148,14 +148,18 @@ def test_flex_forward_equals_reference(methods, kind, choices):
     torch.testing.assert_close(got[real], expected[real], atol=ATOL[torch.float32], rtol=0)
 
 
-@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
-@pytest.mark.parametrize("methods,kind", [
+#: the half-precision comparisons (tests/measure_flex_margins.py measures their margins too)
+HALF_PRECISION_PARAMS = [
     pytest.param([("gaussian", {})], CROSS, id="gaussian-cross"),
     pytest.param([("dman", {})], DEC, id="dman-decoder"),
     pytest.param([("csan1d", {"window": 5})], ENC, id="csan1d-encoder"),
     pytest.param([("t5bias", {})], ENC, id="t5bias-encoder"),
     pytest.param([("hybrid", {})], DEC, id="hybrid-decoder"),
-])
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
+@pytest.mark.parametrize("methods,kind", HALF_PRECISION_PARAMS)
 def test_flex_half_precision_close_to_reference(methods, kind, dtype, choices):
     """Half precision on the CPU: Flex (float32 scores inside) against the reference path in the same dtype."""
     block = attention_block(methods, kind)
@@ -553,3 +557,21 @@ def test_auto_trains_a_method_with_a_training_fallback_on_sdpa(monkeypatch, meth
     assert backends.choose_backend(on_cuda) == ("sdpa", f"{method}: why")
     assert backends.choose_backend(dataclasses.replace(on_cuda, requested="flex")) == ("flex", "requested")
     assert backends.choose_backend(dataclasses.replace(on_cuda, training_fallback=None))[0] == "flex"
+
+
+def test_published_margins_cover_every_comparison():
+    """docs/gpu.md's margins table (docs/results/testing/flex-cpu-margins.json) holds one record per comparison
+    above, so a case added here without measuring it again fails; and its measurement still runs."""
+    import json
+    from pathlib import Path
+
+    import measure_flex_margins
+
+    published = json.loads((Path(__file__).resolve().parents[1] / "docs/results/testing/flex-cpu-margins.json")
+                           .read_text())["records"]
+    expected = [(p.id, "float32") for p in PARAMS] + [(p.id, d) for d in ("bfloat16", "float16")
+                                                      for p in HALF_PRECISION_PARAMS]
+    assert [(r["case"], r["dtype"]) for r in published] == expected, \
+        "run: python tests/measure_flex_margins.py --run-json docs/results/testing/flex-cpu-margins.json --overwrite"
+    methods, kind = HALF_PRECISION_PARAMS[0].values
+    assert 0 < measure_flex_margins.largest_difference(methods, kind, torch.bfloat16) < ATOL[torch.bfloat16]

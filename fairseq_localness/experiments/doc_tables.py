@@ -547,6 +547,18 @@ def allocator_table(runs, also):
                      "system CPU s", "wall s", f"training loss after {items[0]['updates']} updates"), rows)
 
 
+def flex_margins_table(runs, also):
+    """Per precision: how many Flex-against-reference comparisons, the largest difference (its case) and the
+    tolerance the tests allow."""
+    rows = []
+    for dtype in dict.fromkeys(r["dtype"] for r in records(runs)):
+        items = [r for r in records(runs) if r["dtype"] == dtype]
+        worst = max(items, key=lambda r: r["largest_difference"])
+        rows.append([dtype, worst["measure"], len(items), f"{worst['largest_difference']:.1e} (`{worst['case']}`)",
+                     f"{worst['tolerance']:.0e}", f"{worst['largest_difference'] / worst['tolerance']:.2f}"])
+    return markdown(("precision", "difference", "cases", "largest (case)", "tolerance", "largest / tolerance"), rows)
+
+
 def mutation_table(runs, also):
     (r,) = records(runs)
     killed, later, equivalent = r["killed"], r["killed_by_later_tests"], r["equivalent"]
@@ -716,6 +728,7 @@ TABLES: Tuple[DocTable, ...] = (
     DocTable("testing/slow-suite-bleu", "docs/testing.md", ("testing/slow-suite-bleu.json",), slow_suite_table),
     DocTable("testing/default-run-time", "docs/testing.md", ("testing/default-run-time.json",), suite_time_table),
     DocTable("testing/quickstart-time", "docs/training.md", ("testing/quickstart-time.json",), quickstart_time_table),
+    DocTable("testing/flex-cpu-margins", "docs/gpu.md", ("testing/flex-cpu-margins.json",), flex_margins_table),
     DocTable("testing/mutation-score", "docs/testing.md", ("testing/mutation-score.json",), mutation_table),
     DocTable("measurements/parameters-and-speed", "docs/measurements.md", (), parameters_and_speed_table,
              also=(EVERY_FAMILY[0], EVERY_FAMILY[1], "csan/whole-model.json", "benchmark/diffwin-base-len64.json",
