@@ -692,6 +692,7 @@ TABLES: Tuple[DocTable, ...] = (
     DocTable("benchmark/compare-size-cpu-time", "docs/compare.md", ("benchmark/compare-size-cpu-time.json",),
              rounds_table()),
     DocTable("benchmark/cpu-allocator", "docs/training.md", ("benchmark/cpu-allocator.json",), allocator_table),
+    DocTable("benchmark/cpu-flex-decoding", "docs/gpu.md", ("benchmark/cpu-flex-decoding.json",), rounds_table()),
     DocTable("benchmark/memory-every-family", "docs/benchmark.md", ("benchmark/memory-every-family.json",), memory_table),
     DocTable("benchmark/gaussian-iwslt-loaded", "docs/benchmark.md", ("benchmark/gaussian-iwslt-loaded.json",),
              printed_table(models=True)),
