@@ -12,15 +12,13 @@ tolerance beside it. Not a test: pytest collects only ``test_*.py``.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import os
-import platform
-import shlex
 import sys
 from pathlib import Path
 
 import torch
+
+from fairseq_localness.provenance import command_line, machine_description, utc_now
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -63,10 +61,10 @@ def main(argv=None) -> int:
     torch.set_num_threads(1)
     records = measure()
     run = {
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
-        "machine": f"{os.cpu_count()}-core CPU ({platform.machine()}), CPython {platform.python_version()}",
+        "date": utc_now().date().isoformat(),
+        "machine": machine_description(),
         "torch": torch.__version__,
-        "command": "python " + shlex.join(["tests/measure_flex_margins.py", *(argv or sys.argv[1:])]),
+        "command": command_line("python tests/measure_flex_margins.py", sys.argv[1:] if argv is None else argv),
         "source": "written by the command: eager FlexAttention against the sdpa reference path, "
                   "the comparisons of tests/test_flex.py",
         "records": records,

@@ -550,9 +550,9 @@ def allocator_table(runs, also):
 def flex_margins_table(runs, also):
     """Per precision: how many Flex-against-reference comparisons, the largest difference (its case) and the
     tolerance the tests allow."""
-    rows = []
-    for dtype in dict.fromkeys(r["dtype"] for r in records(runs)):
-        items = [r for r in records(runs) if r["dtype"] == dtype]
+    rows, measured = [], records(runs)
+    for dtype in dict.fromkeys(r["dtype"] for r in measured):
+        items = [r for r in measured if r["dtype"] == dtype]
         worst = max(items, key=lambda r: r["largest_difference"])
         rows.append([dtype, worst["measure"], len(items), f"{worst['largest_difference']:.1e} (`{worst['case']}`)",
                      f"{worst['tolerance']:.0e}", f"{worst['largest_difference'] / worst['tolerance']:.2f}"])
