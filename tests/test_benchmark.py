@@ -197,6 +197,39 @@ def test_flop_counts_by_hand():
     assert "| model | 8 | - | - | 0.500 | - |" in format_rounds(records)
 
 
+def test_decode_flops_split_by_part_by_hand():
+    """--count-flops splits a decoding call's FLOPs over the model's parts by module name: a (1 x 4) input
+    through a 4 x 4 encoder self-attention projection is 2*1*4*4 = 32 FLOPs, a 4 x 3 cross-attention one 24,
+    and a product outside every part (4 x 2) 16 goes to "other"; the parts add up to the total. Layer
+    indices above 0 count too, and a module's children are not counted twice."""
+    from torch import nn
+
+    from fairseq_localness.benchmark.interleaved import Contender, count_flops
+
+    model = nn.Module()
+    model.encoder = nn.Module()
+    model.encoder.layers = nn.ModuleList([nn.Module(), nn.Module()])
+    model.encoder.layers[1].self_attn = nn.Sequential(nn.Linear(4, 4, bias=False))
+    model.decoder = nn.Module()
+    model.decoder.layers = nn.ModuleList([nn.Module()])
+    model.decoder.layers[0].encoder_attn = nn.Linear(4, 3, bias=False)
+    x, outside = torch.ones(1, 4), torch.ones(4, 2)
+
+    def decode():
+        with torch.no_grad():
+            model.encoder.layers[1].self_attn(x)
+            model.decoder.layers[0].encoder_attn(x)
+            return x @ outside
+
+    contender = Contender(bench.Spec("model"), lambda: None, decode, 0, 0, model=model)
+    count_flops([contender])
+    assert contender.flops["decode"] == 32 + 24 + 16
+    assert contender.flops_by_part["decode"] == {
+        "encoder self-attention": 32, "decoder self-attention": 0, "cross-attention": 24, "feed-forward": 0,
+        "output projection": 0, "other": 16}
+    assert "train" not in contender.flops_by_part  # a backward pass is not split: forward hooks cannot see it
+
+
 def test_interleaved_quick_run_and_profile(tmp_path, capsys):
     """The whole mode on a toy model: the reference's own ratio is exactly 1 in every round, the table and the
     profile (top operators per model and step kind) are printed, JSON is written."""
@@ -218,6 +251,10 @@ def test_interleaved_quick_run_and_profile(tmp_path, capsys):
     assert records["transformer"]["decode_ratio"] == {"median": 1.0, "q1": 1.0, "q3": 1.0, "min": 1.0, "max": 1.0, "rounds": 2}
     assert records["transformer_gaussian_local"]["train_ratio"]["rounds"] == 2
     assert records["transformer"]["decode_flops_ratio"] == 1.0 and records["transformer"]["train_flops"] > 0
+    # a real model's decoding FLOPs land in its parts, nothing outside them (embeddings have no products)
+    parts = records["transformer_gaussian_local"]["decode_flops_by_part"]
+    assert sum(parts.values()) == records["transformer_gaussian_local"]["decode_flops"]
+    assert parts["other"] == 0 and all(parts[name] > 0 for name in parts if name != "other")
     printed = capsys.readouterr()
     assert "| transformer_gaussian_local | 16 |" in printed.out and "clock: process CPU time" in printed.out
     assert "== transformer_gaussian_local: decode ==" in printed.err

@@ -138,3 +138,27 @@ def test_a_result_file_needs_its_provenance(tmp_path):
     path.write_text(json.dumps({"date": "2030-01-01", "machine": "m", "source": "s", "records": [{}]}))
     with pytest.raises(ValueError, match="command"):
         doc_tables.load_run(path)
+
+
+def test_decode_flop_parts_table_by_hand():
+    """One row per model and --max-len (read back from the command), in GFLOP; the last rows are each step between
+    the two longest runs: (22 - 10) / (3 - 1) = 6 GFLOP for the model, (12 - 6) / 2 = 3 for the baseline, ratio
+    3 / 6 = 0.5, the parts' steps likewise. A part no model uses ('other' here, always 0) is left out."""
+    def run(length, base, model):
+        def parts(encoder, cross):
+            return {"encoder self-attention": encoder * 1e9, "decoder self-attention": 0, "cross-attention": cross * 1e9,
+                    "feed-forward": 0, "output projection": 0, "other": 0}
+        return {"command": f"OMP_NUM_THREADS=1 python scripts/benchmark.py --max-len {length} --count-flops",
+                "records": [{"arch": "transformer", "baseline": "transformer", "decode_flops": sum(base) * 1e9,
+                             "decode_flops_ratio": 1.0, "decode_flops_by_part": parts(*base)},
+                            {"arch": "m", "baseline": "transformer", "decode_flops": sum(model) * 1e9,
+                             "decode_flops_ratio": sum(base) / sum(model), "decode_flops_by_part": parts(*model)}]}
+
+    text = doc_tables.decode_flop_parts_table([run(3, (4, 8), (8, 14)), run(1, (4, 2), (8, 2))], [])
+    lines = text.splitlines()
+    assert lines[0] == ("| arch | --max-len | decode GFLOP | FLOP ratio | encoder self-attention | "
+                        "decoder self-attention | cross-attention | feed-forward | output projection |")
+    assert lines[2] == "| transformer | 1 | 6.000 | 1.000 | 4.000 | 0.000 | 2.000 | 0.000 | 0.000 |"
+    assert lines[5] == "| m | 3 | 22.000 | 0.545 | 8.000 | 0.000 | 14.000 | 0.000 | 0.000 |"
+    assert lines[6] == "| transformer | each step 2-3 | 3.000 | 1.000 | 0.000 | 0.000 | 3.000 | 0.000 | 0.000 |"
+    assert lines[7] == "| m | each step 2-3 | 6.000 | 0.500 | 0.000 | 0.000 | 6.000 | 0.000 | 0.000 |"

@@ -98,7 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--count-flops", action="store_true",
                    help="with --interleaved: also count the matrix-product FLOPs of one training step and one "
                         "decoding call per model (torch's FlopCounterMode) and print their ratios to the "
-                        "baseline: the speed ratio a model can reach where matrix products dominate")
+                        "baseline: the speed ratio a model can reach where matrix products dominate; the JSON also "
+                        "splits the decoding call's count over the model's parts (decode_flops_by_part)")
     p.add_argument("--profile", type=int, metavar="TOP", default=0,
                    help="with --interleaved: print the TOP operators per model and step kind, by self CPU time "
                    "(by self GPU time on CUDA)")

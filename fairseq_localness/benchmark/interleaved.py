@@ -17,6 +17,7 @@ subprocess mode measures it. ``profile`` prints the top operators per model
 from __future__ import annotations
 
 import contextlib
+import re
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -38,6 +39,10 @@ class Contender:
     times: Dict[str, List[float]] = field(default_factory=lambda: {"train": [], "decode": []})
     #: floating-point operations of one call per kind (``count_flops``), when counted
     flops: Dict[str, int] = field(default_factory=dict)
+    #: the decoding call's count split over the model's parts (``FLOP_PARTS``), when counted
+    flops_by_part: Dict[str, Dict[str, int]] = field(default_factory=dict)
+    #: the model itself, for counting FLOPs per part
+    model: Optional[object] = None
 
 
 def random_batches(dictionary, settings: dict, seq_len: int, device):
@@ -105,7 +110,7 @@ def build_contender(spec: Spec, settings: dict, seq_len: int, device) -> Contend
         decode = beam_search
 
     tokens = train_sample["ntokens"]
-    return Contender(spec, train_step, decode, sum(p.numel() for p in model.parameters()), tokens)
+    return Contender(spec, train_step, decode, sum(p.numel() for p in model.parameters()), tokens, model=model)
 
 
 def rotated(items: List, offset: int) -> List:
@@ -133,13 +138,64 @@ def run_rounds(contenders: List[Contender], rounds: int, sync: Callable[[], None
                 contender.times[kind].append(clock() - start)
 
 
+#: the parts of an encoder-decoder a decoding call's FLOPs are split over (``count_flops``), each a pattern
+#: over the model's module names (``named_modules``); everything else is ``other``
+FLOP_PARTS = (
+    ("encoder self-attention", r"encoder\.layers\.\d+\.self_attn"),
+    ("decoder self-attention", r"decoder\.layers\.\d+\.self_attn"),
+    ("cross-attention", r"decoder\.layers\.\d+\.encoder_attn"),
+    ("feed-forward", r"(en|de)coder\.layers\.\d+\.fc[12]"),
+    ("output projection", r"decoder\.output_projection"),
+)
+OTHER_PART = "other"
+
+
+def part_of(module_name: str) -> Optional[str]:
+    """The FLOP_PARTS part a module (by its ``named_modules`` name) belongs to, or None."""
+    for part, pattern in FLOP_PARTS:
+        if re.fullmatch(pattern, module_name):
+            return part
+    return None
+
+
+@contextlib.contextmanager
+def counting_parts(model, counter, parts: Dict[str, int]):
+    """While open, add to ``parts`` the FLOPs ``counter`` (an open ``FlopCounterMode``) counts inside each part.
+
+    Forward hooks read the counter's running total when a part's module starts and ends. torch's own
+    per-module counts cannot serve: fairseq's generator calls the encoder and decoder outside
+    ``Module.__call__``, so torch names the layers by class and every layer of a stack gets one name.
+    Only forward calls are seen, which is all of a decoding call.
+    """
+    handles, started = [], {}
+
+    def enter(module, _inputs):
+        started[module] = counter.get_total_flops()
+
+    def leave(part):
+        def hook(module, _inputs, _output):
+            parts[part] += counter.get_total_flops() - started.pop(module)
+        return hook
+
+    for name, module in model.named_modules():
+        part = part_of(name)
+        if part is not None:
+            handles += [module.register_forward_pre_hook(enter), module.register_forward_hook(leave(part))]
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
 def count_flops(contenders: List[Contender]) -> None:
     """Count the floating-point operations of one training step and one decoding call of every contender.
 
     torch's ``FlopCounterMode`` counts matrix products and attention kernels (2 x M x N x K for an
     (M x K) @ (K x N) product), the arithmetic that bounds a CPU step; element-wise work is not counted.
     Deterministic, so the ratio is the speed a model could at best reach against its reference where
-    matrix products dominate.
+    matrix products dominate. A decoding call's count is also split over the model's parts
+    (``FLOP_PARTS``; the parts add up to the total).
     """
     from torch.utils.flop_counter import FlopCounterMode
 
@@ -147,9 +203,15 @@ def count_flops(contenders: List[Contender]) -> None:
         for kind, call in (("train", contender.train_step), ("decode", contender.decode)):
             if call is None:
                 continue
+            parts = {part: 0 for part, _pattern in FLOP_PARTS}
             with FlopCounterMode(display=False) as counter:
-                call()
+                split = kind == "decode" and contender.model is not None
+                with counting_parts(contender.model, counter, parts) if split else contextlib.nullcontext():
+                    call()
             contender.flops[kind] = counter.get_total_flops()
+            if split:
+                parts[OTHER_PART] = contender.flops[kind] - sum(parts.values())
+                contender.flops_by_part[kind] = parts
 
 
 def ratio_summary(times: List[float], reference: List[float]) -> Dict[str, float]:
@@ -178,6 +240,8 @@ def summarise_rounds(contenders: List[Contender], seq_len: int) -> List[dict]:
         for kind, flops in contender.flops.items():
             record[f"{kind}_flops"] = flops
             record[f"{kind}_flops_ratio"] = reference.flops[kind] / flops if flops else None
+        for kind, parts in contender.flops_by_part.items():
+            record[f"{kind}_flops_by_part"] = parts
         records.append(record)
     return records
 

@@ -192,6 +192,48 @@ def rounds_table(labels: Dict[str, str] = {}) -> Callable:
     return render
 
 
+def benchmark_options(run: Run):
+    """The options a benchmark run was called with, read back from its command by the benchmark's own parser."""
+    import shlex
+
+    from ..benchmark.cli import build_parser
+
+    words = shlex.split(run["command"])
+    return build_parser().parse_args(words[words.index("scripts/benchmark.py") + 1:])
+
+
+def decode_flop_parts_table(runs, also):
+    """Decoding FLOPs per model part (``--count-flops``) in GFLOP, one row per model and ``--max-len``; where the
+    runs hold two lengths, one more row per model gives the FLOPs of each step between them."""
+    from ..benchmark.interleaved import FLOP_PARTS, OTHER_PART
+
+    by_length = {benchmark_options(run).max_len: run["records"] for run in runs}
+    parts = [part for part, _pattern in FLOP_PARTS]
+    if any(r["decode_flops_by_part"][OTHER_PART] for items in by_length.values() for r in items):
+        parts.append(OTHER_PART)
+
+    def cells(total: float, ratio: float, split: Dict[str, float]) -> List[str]:
+        return [f"{total / 1e9:.3f}", f"{ratio:.3f}"] + [f"{split[part] / 1e9:.3f}" for part in parts]
+
+    rows = []
+    for length, items in sorted(by_length.items()):
+        rows += [[r["arch"], str(length), *cells(r["decode_flops"], r["decode_flops_ratio"], r["decode_flops_by_part"])]
+                 for r in items]
+    short, long = sorted(by_length)[-2:] if len(by_length) > 1 else (None, None)
+    if short is not None:
+        steps = long - short
+        reference = {r["arch"]: r for r in by_length[short]}
+        per_step = []
+        for r in by_length[long]:
+            split = {part: (r["decode_flops_by_part"][part] - reference[r["arch"]]["decode_flops_by_part"][part]) / steps
+                     for part in parts}
+            per_step.append((r, sum(split.values()), split))
+        baseline = {r["arch"]: total for r, total, _split in per_step}
+        rows += [[r["arch"], f"each step {short + 1}-{long}", *cells(total, baseline[r["baseline"]] / total, split)]
+                 for r, total, split in per_step]
+    return markdown(("arch", "--max-len", "decode GFLOP", "FLOP ratio", *parts), rows)
+
+
 def printed_table(models: bool) -> Callable:
     """The benchmark's subprocess-mode output as it prints it (the model sizes too with ``models``)."""
     def render(runs, also):
@@ -685,6 +727,8 @@ TABLES: Tuple[DocTable, ...] = (
              rounds_table()),
     DocTable("benchmark/cpu-wall-diffwin", "docs/benchmark.md", ("benchmark/cpu-wall-diffwin.json",), rounds_table()),
     DocTable("benchmark/cpu-time-diffwin", "docs/benchmark.md", ("benchmark/cpu-time-diffwin.json",), rounds_table()),
+    DocTable("benchmark/diffwin-decode-flops", "docs/benchmark.md",
+             tuple(f"benchmark/diffwin-flops-max-len-{length}.json" for length in (1, 2, 32, 64)), decode_flop_parts_table),
     DocTable("benchmark/every-family", "docs/benchmark.md", EVERY_FAMILY, rounds_table({"transformer_block": BLOSAN})),
     DocTable("benchmark/quiet", "docs/benchmark.md",
              ("benchmark/quiet/run-a.json", "benchmark/quiet/run-b.json", "benchmark/quiet/run-c.json"), quiet_table,
