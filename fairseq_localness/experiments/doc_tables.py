@@ -577,6 +577,13 @@ def quickstart_time_table(runs, also):
     return markdown(("step", *(f"`quickstart.sh{' ' + o if o else ''}`" for o in options)), rows)
 
 
+def prep_time_table(runs, also):
+    """Per data-prep script: wall time and CPU time (user + system, the script and its children)."""
+    rows = [[r["corpus"], f"`{r['script']}`", f"{r['wall_s']:.0f} s", f"{r['user_s'] + r['system_s']:.0f} s"]
+            for r in records(runs)]
+    return markdown(("corpus", "script", "wall time", "CPU time"), rows)
+
+
 def allocator_table(runs, also):
     """Side-by-side pairs of one CPU training under glibc's allocator defaults and under the launcher's settings:
     words/s with its ratio to the pair's defaults run, CPU seconds, the training loss."""
@@ -770,6 +777,7 @@ TABLES: Tuple[DocTable, ...] = (
     DocTable("gpu/h200-backends-fp16-1024-shared", "docs/gpu.md", ("gpu/h200-backends-fp16-1024-shared.json",),
              gpu_backends_table),
     DocTable("gpu/h200-compare-dman-fp16", "docs/gpu.md", ("gpu/h200-compare-dman-fp16.json",), gpu_curve_table),
+    DocTable("prep/corpus-time", "docs/data.md", ("prep/corpus-time.json",), prep_time_table),
     DocTable("testing/slow-suite-bleu", "docs/testing.md", ("testing/slow-suite-bleu.json",), slow_suite_table),
     DocTable("testing/default-run-time", "docs/testing.md", ("testing/default-run-time.json",), suite_time_table),
     DocTable("testing/quickstart-time", "docs/training.md", ("testing/quickstart-time.json",), quickstart_time_table),
