@@ -204,8 +204,9 @@ def test_readme_results_table_by_hand(tmp_path):
 
 def test_readme_one_process_speed_column_by_hand(tmp_path):
     """The one-process benchmark of docs/results/benchmark/ adds a column (every norm row of an architecture
-    shows its measurement, '-' where it has none) and a line with its date, machine and command; a file measured
-    at another model size than the grid's is refused, naming the file."""
+    shows its measurement, '-' where it has none) and a line with its date, machine and command; a file whose
+    models differ from the grid's in the recipe's norm placement (the first rows'), in size or in norm placement,
+    is refused, naming the file and the models."""
     import json
 
     from fairseq_localness.experiments import compare_readme
@@ -225,14 +226,15 @@ def test_readme_one_process_speed_column_by_hand(tmp_path):
     benchmark = {"date": "2026-01-02", "time": "10:00-10:10 UTC", "machine": "2-core CPU", "torch": "2.13.0+cpu",
                  "load_average": "0.1 before, 0.2 after", "note": "Nothing else ran.",
                  "command": "python scripts/benchmark.py --interleaved 7", "source": "written by the command",
-                 "records": [{"arch": "transformer", "seq_len": 16, "params": 2_396_160, "train_ratio": ratio(1.0)},
+                 "records": [{"arch": "transformer", "seq_len": 16, "params": 2_396_672, "train_ratio": ratio(1.0)},
                              {"arch": "transformer_dman", "seq_len": 16, "params": 2_804_501, "train_ratio": ratio(0.8149)}]}
     (tmp_path / "docs" / "results" / "benchmark").mkdir()
     speed_file = tmp_path / "docs" / "results" / "benchmark" / "compare-size-cpu-time.json"
     speed_file.write_text(json.dumps(benchmark))
     text = compare_readme.render(results, tmp_path)
-    assert ("* **Training speed, one process**: each architecture's training step at the recipe's model size (the "
-            "measured `transformer` has the grid's parameters), on batches of 16-token sentences") in text
+    assert ("* **Training speed, one process**: each architecture's training step at the recipe's model size and "
+            "norm placement (pre-norm; every measured model has the grid's parameters), on batches of 16-token "
+            "sentences") in text
     assert ("median of 7 rounds; measured 2026-01-02, 10:00-10:10 UTC, on 2-core CPU, torch 2.13.0+cpu, load average "
             "0.1 before, 0.2 after; command: `python scripts/benchmark.py --interleaved 7`; "
             "[result file](docs/results/benchmark/compare-size-cpu-time.json)") in text
@@ -242,9 +244,16 @@ def test_readme_one_process_speed_column_by_hand(tmp_path):
     assert "| `transformer_dman` | pre | 40.00 | 2.80M | 0.50 | 0.81 |" in text
     assert "| `transformer` | post | 40.00 (baseline) | 2.40M | 0.50 | 1.00 |" in text
     assert "| `transformer_cnns` | pre | 40.00 | 3.78M | 0.50 | - |" in text
-    benchmark["records"][0]["params"] = 9_999
+    # the post-norm Transformer (one final layer norm less) measured for the pre-norm recipe
+    benchmark["records"][0]["params"] = 2_396_160
     speed_file.write_text(json.dumps(benchmark))
-    with pytest.raises(ValueError, match="compare-size-cpu-time.json: its transformer has .9999. parameters"):
+    with pytest.raises(ValueError, match=r"compare-size-cpu-time.json: parameters differ from the grid's pre-norm "
+                                         r"models: transformer 2,396,160 \(grid: 2,396,672\)"):
+        compare_readme.render(results, tmp_path)
+    # a method's model at another size, its baseline right
+    benchmark["records"][0]["params"], benchmark["records"][1]["params"] = 2_396_672, 9_999
+    speed_file.write_text(json.dumps(benchmark))
+    with pytest.raises(ValueError, match=r"transformer_dman 9,999 \(grid: 2,804,501\)"):
         compare_readme.render(results, tmp_path)
 
 

@@ -74,14 +74,19 @@ def one_process_speed(results: Path, base: Path, recipe_table: Dict) -> Tuple[Op
             raise ValueError(f"{path}: {record['arch']} is measured at more than one length; the README shows one")
         ratios[record["arch"]] = record["train_ratio"]["median"]
     baseline = recipe_table["baseline"]
-    measured = {r["params"] for r in run["records"] if r["arch"] == baseline}
-    trained = {r.get("params") for r in recipe_table["rows"] if r["arch"] == baseline}
-    if not measured & trained:
-        raise ValueError(f"{path}: its {baseline} has {sorted(measured)} parameters, the grid's {sorted(trained)}: "
-                         "measured at another size than the recipe's")
+    # the recipe's own norm placement (its first rows; the grid adds post-norm rows after them): every measured
+    # model must have the parameters of the grid's model there, so that a measurement at another size or of the
+    # other norm placement (a final layer norm more or less) is refused
+    norm = recipe_table["rows"][0]["norm"]
+    trained = {r["arch"]: r.get("params") for r in recipe_table["rows"] if r["norm"] == norm}
+    differ = [f"{r['arch']} {r['params']:,} (grid: {trained[r['arch']]:,})" for r in run["records"]
+              if r["arch"] in trained and r["params"] != trained[r["arch"]]]
+    if differ:
+        raise ValueError(f"{path}: parameters differ from the grid's {norm}-norm models: {'; '.join(differ)}; "
+                         f"measured at another size or norm placement than the recipe's")
     first = run["records"][0]
-    line = (f"* **Training speed, one process**: each architecture's training step at the recipe's model size "
-            f"(the measured `{baseline}` has the grid's parameters), on batches of {first['seq_len']}-token sentences, "
+    line = (f"* **Training speed, one process**: each architecture's training step at the recipe's model size and "
+            f"norm placement ({norm}-norm; every measured model has the grid's parameters), on batches of {first['seq_len']}-token sentences, "
             f"interleaved with `{baseline}`'s in one process and timed by CPU time, median of "
             f"{first['train_ratio']['rounds']} rounds; "
             f"measured {measured_at(run)}; command: "
@@ -146,8 +151,8 @@ def render(results: Path = RESULTS, base: Path = REPO) -> str:
              "of different speed. "
              + ("Training speed, one process: every row timed on one machine in one run (the line above the "
                 "table says how; docs/compare.md gives each ratio's spread over the rounds), so the machine cannot "
-                "differ between rows; norm placement adds at most a final layer norm, so the post-norm rows repeat "
-                "the measurement. " if one_process else "")
+                "differ between rows; it measured the recipe's norm placement, and the other placement differs by "
+                "at most a final layer norm, so the post-norm rows repeat the measurement. " if one_process else "")
              + "The "
              "full tables give every metric, the seeds, the recipe, the test and the layers each method sits in "
              "(each method's default placement, which its paper chose for a 6-layer encoder).")
