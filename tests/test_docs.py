@@ -714,12 +714,39 @@ def quickstart_like(tmp_path_factory) -> Path:
     40 updates (a few seconds): enough for short outputs, where 2 updates decode 200 tokens a sentence."""
     work = tmp_path_factory.mktemp("quickstart")
     run(["bash", str(REPO / "data-prep" / "prepare-sample.sh"), "--out", str(work / "data"), "--bpe-tokens", "1000"])
+    train_like_quickstart(work, "transformer_gaussian_local")
+    return work
+
+
+def train_like_quickstart(work: Path, arch: str) -> Path:
+    """A tiny ``arch`` checkpoint trained as ``quickstart_like`` trains its own, on its data, into work/ARCH."""
     overrides = {**{f"model.{k}": v for k, v in TINY_MODEL.items()}, "optimization.max_update": 40,
                  "dataset.num_workers": 0, "lr_scheduler.warmup_updates": 1, "common.cpu": "true"}
-    run(["bash", str(REPO / "scripts" / "train.sh"), "sample_zh_en_tiny", "transformer_gaussian_local",
-         "--data", str(work / "data" / "data-bin"), "--save-dir", str(work / "transformer_gaussian_local"),
+    run(["bash", str(REPO / "scripts" / "train.sh"), "sample_zh_en_tiny", arch,
+         "--data", str(work / "data" / "data-bin"), "--save-dir", str(work / arch),
          "--max-tokens", "1024", "--effective-tokens", "1024", *[f"{k}={v}" for k, v in overrides.items()]])
-    return work
+    return work / arch
+
+
+def readme_python_example() -> str:
+    section = re.search(r"<!-- translate-example -->\n(.*?)<!-- /translate-example -->", text(README), re.S)
+    assert section, "README.md needs the <!-- translate-example --> section"
+    (python,) = re.findall(r"```python\n(.*?)```", section.group(1), re.S)
+    return python
+
+
+@pytest.mark.parametrize("arch", ["transformer_dman", "transformer_sman"])
+def test_readme_python_example_loads_man_checkpoints(quickstart_like, arch, tmp_path):
+    """The README says that the Python example's ``LocalnessTransformerModel.from_pretrained`` builds whichever model
+    the checkpoint holds, DMAN/SMAN included (their own registered model class): the example, pointed at a MAN
+    checkpoint, builds that class and prints one translation."""
+    train_like_quickstart(quickstart_like, arch)
+    python = readme_python_example().replace("runs/quickstart/transformer_gaussian_local", f"runs/quickstart/{arch}")
+    python = python.replace("runs/quickstart", str(quickstart_like))
+    python += "\nprint(type(model.models[0]).__name__)\n"
+    out = run([str(BIN / "python"), "-c", python], cwd=tmp_path).stdout.splitlines()
+    assert len(out) == 2 and out[0].strip(), f"expected one translation and the model's class, got {out!r}"
+    assert out[1] == "MANTransformerModel", f"{arch}'s checkpoint was built as {out[1]}, not as the MAN model"
 
 
 def test_readme_translation_example_runs(quickstart_like, tmp_path):
@@ -728,7 +755,7 @@ def test_readme_translation_example_runs(quickstart_like, tmp_path):
     section = re.search(r"<!-- translate-example -->\n(.*?)<!-- /translate-example -->", text(README), re.S)
     assert section, "README.md needs the <!-- translate-example --> section"
     (shell,) = re.findall(r"```bash\n(.*?)```", section.group(1), re.S)
-    (python,) = re.findall(r"```python\n(.*?)```", section.group(1), re.S)
+    python = readme_python_example()
     assert "runs/quickstart/" in shell and "runs/quickstart/" in python
     env = {"PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}  # python, fairseq-interactive, subword-nmt
     for kind, command in (("shell", ["bash", "-eo", "pipefail", "-c", shell]), ("python", [str(BIN / "python"), "-c", python])):

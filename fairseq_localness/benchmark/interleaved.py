@@ -204,8 +204,8 @@ def count_flops(contenders: List[Contender]) -> None:
             if call is None:
                 continue
             parts = {part: 0 for part, _pattern in FLOP_PARTS}
+            split = kind == "decode" and contender.model is not None
             with FlopCounterMode(display=False) as counter:
-                split = kind == "decode" and contender.model is not None
                 with counting_parts(contender.model, counter, parts) if split else contextlib.nullcontext():
                     call()
             contender.flops[kind] = counter.get_total_flops()
