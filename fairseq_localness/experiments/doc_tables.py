@@ -430,6 +430,22 @@ def dman_norm_table(runs, also):
     return markdown(("run", "params", *map(str, DMAN_UPDATES), "BLEU (test2016)"), rows)
 
 
+def dman_init_table(runs, also):
+    """DMAN and the Transformer at initialisation: the first encoder layer's mask statistics (DMAN) and every
+    encoder layer's gradient norm after one backward pass, per norm placement."""
+    rows = []
+    for r in records(runs):
+        mask = "dman" in r["arch"]
+        rows.append([f"`{r['arch']}`", r["norm"],
+                     f"{r['mask_min']:.4f}-{r['mask_max']:.4f}" if mask else "-",
+                     f"{r['mask_mean']:.2f}" if mask else "-",
+                     f"{r['row_entropy_over_max']:.3f}" if mask else "-",
+                     f"{r['row_weight_within_1']:.3f} ({r['uniform_row_weight_within_1']:.3f})" if mask else "-",
+                     " / ".join(f"{norm / 1000:.2f}k" for norm in r["encoder_layer_grad_norms"])])
+    return markdown(("model", "norm", "mask M, min-max", "mean M", "row entropy / maximum",
+                     "row weight within one position of the diagonal (uniform row)", "encoder layers' gradient norms"), rows)
+
+
 def dman_slow_table(runs, also):
     rows = [[f"{r['model']} (`{r['arch']}`)", f"**{r['bleu']:.2f}**", f"{r['length_ratio']:.3f}",
              " / ".join(f"{v:.3f}" for v in r["valid_loss"])] for r in records(runs)]
@@ -765,6 +781,7 @@ TABLES: Tuple[DocTable, ...] = (
     DocTable("probing/mechanics", "docs/probing.md", ("probing/mechanics.json",), probing_mechanics_table),
     DocTable("probing/multi30k-encoders", "docs/probing.md", ("probing/multi30k-encoders.json",), probing_encoders_table),
     DocTable("dman/norm-placement", "docs/dman.md", ("dman/norm-placement.json",), dman_norm_table),
+    DocTable("dman/initial-mask", "docs/dman.md", ("dman/initial-mask.json",), dman_init_table),
     DocTable("dman/slow-test", "docs/dman.md", ("dman/slow-test.json",), dman_slow_table),
     DocTable("gpu/h200-tests-first-run", "docs/gpu.md", ("gpu/h200-tests-first-run.json",), gpu_tests_table),
     DocTable("gpu/h200-tests-flex", "docs/gpu.md", ("gpu/h200-tests-flex.json",), gpu_tests_table),
