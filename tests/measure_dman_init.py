@@ -8,7 +8,8 @@ models, post-norm and pre-norm:
   range and mean; each row normalised to a distribution over keys, its entropy over the row's maximum entropy
   (log of its length) and its weight on ``|t - s| <= 1``, beside that of a uniform row;
 - the gradient norm of every encoder layer's parameters after one backward pass of the training loss
-  (label-smoothed cross-entropy summed over tokens, as fairseq trains), for DMAN and the Transformer.
+  (label-smoothed cross-entropy summed over tokens, as fairseq trains; dropout on, its draw seeded), for DMAN and
+  the Transformer.
 
 Run: ``python tests/measure_dman_init.py --data runs/data/multi30k_de_en/data-bin --run-json
 docs/results/dman/initial-mask.json``. Not collected by pytest (not a ``test_*.py`` file).
