@@ -446,6 +446,16 @@ def dman_init_table(runs, also):
                      "row weight within one position of the diagonal (uniform row)", "encoder layers' gradient norms"), rows)
 
 
+def update_time_table(runs, also):
+    """Updates per second of one training in each setting (fairseq's per-interval ``ups``) and the seconds an
+    update takes at their median."""
+    import statistics
+
+    rows = [[r["setting"], ", ".join(f"{ups:.2f}" for ups in r["updates_per_s"]),
+             f"{1 / statistics.median(r['updates_per_s']):.1f} s"] for r in records(runs)]
+    return markdown(("setting", "updates/s, per 10 updates", "seconds per update (median)"), rows)
+
+
 def dman_slow_table(runs, also):
     rows = [[f"{r['model']} (`{r['arch']}`)", f"**{r['bleu']:.2f}**", f"{r['length_ratio']:.3f}",
              " / ".join(f"{v:.3f}" for v in r["valid_loss"])] for r in records(runs)]
@@ -782,6 +792,7 @@ TABLES: Tuple[DocTable, ...] = (
     DocTable("probing/multi30k-encoders", "docs/probing.md", ("probing/multi30k-encoders.json",), probing_encoders_table),
     DocTable("dman/norm-placement", "docs/dman.md", ("dman/norm-placement.json",), dman_norm_table),
     DocTable("dman/initial-mask", "docs/dman.md", ("dman/initial-mask.json",), dman_init_table),
+    DocTable("dman/update-time", "docs/dman.md", ("dman/update-time.json",), update_time_table),
     DocTable("dman/slow-test", "docs/dman.md", ("dman/slow-test.json",), dman_slow_table),
     DocTable("gpu/h200-tests-first-run", "docs/gpu.md", ("gpu/h200-tests-first-run.json",), gpu_tests_table),
     DocTable("gpu/h200-tests-flex", "docs/gpu.md", ("gpu/h200-tests-flex.json",), gpu_tests_table),
