@@ -35,8 +35,8 @@ REPO = HERE.parent
 
 
 def build(data: Path, arch: str, norm: str):
-    """(model, criterion, task) as fairseq-train builds them, seed 1, in training mode without dropout noise."""
-    from fairseq import options, tasks, utils
+    """(model, criterion, task) as fairseq-train builds them (the user dir imported by the parser), seed 1."""
+    from fairseq import options, tasks
 
     flags = [str(data), "--user-dir", str(REPO / "fairseq_localness"), "--arch", arch, *RECIPE]
     if arch == "transformer_dman":
@@ -44,7 +44,6 @@ def build(data: Path, arch: str, norm: str):
     else:
         flags += ["--encoder-normalize-before", "--decoder-normalize-before"] if norm == "pre" else []
     args = options.parse_args_and_arch(options.get_training_parser(), flags)
-    utils.import_user_module(args)
     torch.manual_seed(args.seed)
     task = tasks.setup_task(args)
     task.load_dataset("valid")
@@ -106,7 +105,10 @@ def main(argv=None) -> int:
     parser.add_argument("--data", type=Path, required=True, help="Multi30k data-bin (data-prep/prepare-multi30k.sh)")
     parser.add_argument("--max-tokens", type=int, default=2048, help="the batch: the recipe's 2,048 tokens")
     parser.add_argument("--run-json", type=Path, required=True, help="result file to write")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing --run-json file")
     opts = parser.parse_args(argv)
+    if opts.run_json.exists() and not opts.overwrite:
+        parser.error(f"--run-json {opts.run_json} exists; give --overwrite to replace it")
     if not (opts.data / "dict.de.txt").is_file():
         parser.error(f"--data {opts.data}: no dict.de.txt (prepare it with data-prep/prepare-multi30k.sh)")
     torch.set_num_threads(1)

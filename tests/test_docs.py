@@ -728,11 +728,12 @@ def train_like_quickstart(work: Path, arch: str) -> Path:
     return work / arch
 
 
-def readme_python_example() -> str:
+def readme_translate_block(language: str) -> str:
+    """The README's one ``language`` code block (bash, python) of its 'Translate with a trained model' section."""
     section = re.search(r"<!-- translate-example -->\n(.*?)<!-- /translate-example -->", text(README), re.S)
     assert section, "README.md needs the <!-- translate-example --> section"
-    (python,) = re.findall(r"```python\n(.*?)```", section.group(1), re.S)
-    return python
+    (block,) = re.findall(rf"```{language}\n(.*?)```", section.group(1), re.S)
+    return block
 
 
 @pytest.mark.parametrize("arch", ["transformer_dman", "transformer_sman"])
@@ -741,7 +742,7 @@ def test_readme_python_example_loads_man_checkpoints(quickstart_like, arch, tmp_
     the checkpoint holds, DMAN/SMAN included (their own registered model class): the example, pointed at a MAN
     checkpoint, builds that class and prints one translation."""
     train_like_quickstart(quickstart_like, arch)
-    python = readme_python_example().replace("runs/quickstart/transformer_gaussian_local", f"runs/quickstart/{arch}")
+    python = readme_translate_block("python").replace("runs/quickstart/transformer_gaussian_local", f"runs/quickstart/{arch}")
     python = python.replace("runs/quickstart", str(quickstart_like))
     python += "\nprint(type(model.models[0]).__name__)\n"
     out = run([str(BIN / "python"), "-c", python], cwd=tmp_path).stdout.splitlines()
@@ -752,10 +753,7 @@ def test_readme_python_example_loads_man_checkpoints(quickstart_like, arch, tmp_
 def test_readme_translation_example_runs(quickstart_like, tmp_path):
     """The README's 'Translate with a trained model' commands, run as written on a quickstart-like directory:
     the shell pipeline prints one English line, the Python example one string."""
-    section = re.search(r"<!-- translate-example -->\n(.*?)<!-- /translate-example -->", text(README), re.S)
-    assert section, "README.md needs the <!-- translate-example --> section"
-    (shell,) = re.findall(r"```bash\n(.*?)```", section.group(1), re.S)
-    python = readme_python_example()
+    shell, python = readme_translate_block("bash"), readme_translate_block("python")
     assert "runs/quickstart/" in shell and "runs/quickstart/" in python
     env = {"PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}  # python, fairseq-interactive, subword-nmt
     for kind, command in (("shell", ["bash", "-eo", "pipefail", "-c", shell]), ("python", [str(BIN / "python"), "-c", python])):
