@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The published comparison grid (README "Results", docs/compare.md), in the order that makes partial results
 # useful: the first seed of every family first, then the train-short/test-long runs (short: 9,000 pairs), the
-# post-norm column, then more seeds and language pairs. Every step resumes: finished runs are never retrained, so
+# post-norm column, three seeds of the papers' methods, the other two language pairs, three seeds of the post-norm
+# column, then three seeds of every other family. Every step resumes: finished runs are never retrained, so
 # rerunning this script after an interruption continues where it stopped. Tables go to docs/results/compare/.
 #
 #   bash scripts/compare-published.sh [--jobs N]     (default 2: two single-thread runs at a time)
@@ -25,10 +26,11 @@ step multi30k_de_en --archs families --seeds 1
 prepare europarl_len_de_en prepare-europarl-length.sh --raw-dir "$shared/wmt14_ende/raw_sample_simt"
 step europarl_len_de_en --archs extrapolation --seeds 1
 step multi30k_de_en --archs norm --norm post --seeds 1
-step multi30k_de_en --archs families --seeds 3
-step multi30k_de_en --archs norm --norm post --seeds 3
+step multi30k_de_en --archs papers --seeds 3
 prepare kftt_ja_en prepare-kftt.sh --raw-dir "$shared/kftt30k_cicada"
 step kftt_ja_en --archs papers --seeds 1
 prepare tatoeba_zh_en prepare-tatoeba-zh-en.sh --raw-dir "$shared/manythings_cmn_eng"
 step tatoeba_zh_en --archs papers --seeds 1
+step multi30k_de_en --archs norm --norm pre,post --seeds 3
+step multi30k_de_en --archs families --seeds 3
 exit $status

@@ -78,7 +78,7 @@ DECODER_METHODS = [
     (StaticMask, SMANOptions(attention="decoder")),
     (Neighbor, NeighborOptions(attention="decoder")),
     (LocalHard, LocalHardOptions(attention="decoder", window=2.0)),
-    # today's position methods (tests/test_equations_modern.py); RoPE's keys enter the cache rotated
+    # the recent position methods (tests/test_equations_modern.py); RoPE's keys enter the cache rotated
     (Alibi, AlibiOptions(attention="decoder")),
     (T5RelativeBias, T5BiasOptions(attention="decoder", num_buckets=4, max_distance=3)),
     (Kerple, KerpleOptions(attention="decoder", kernel="log")),

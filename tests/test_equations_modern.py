@@ -1,4 +1,4 @@
-"""Today's position methods from their papers' equations: ALiBi, T5's relative biases, KERPLE, FIRE and RoPE.
+"""The recent position methods from their papers' equations: ALiBi, T5's relative biases, KERPLE, FIRE and RoPE.
 
 For each method: the bias (RoPE: the rotation) of 3 positions and 2 heads written out by hand from the paper's
 equation, in the encoder (bidirectional) and the decoder (causal); then the whole attention of an identity-projection

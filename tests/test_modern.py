@@ -1,4 +1,4 @@
-"""Today's position methods as whole models: ALiBi, T5 biases, KERPLE, FIRE, RoPE (docs/methods/modern.md).
+"""The recent position methods as whole models: ALiBi, T5 biases, KERPLE, FIRE, RoPE (docs/methods/modern.md).
 
 Each architecture built through fairseq's parser: its defaults (no sinusoidal embeddings), incremental decoding with
 a beam reorder equal to the full forward, padding invariance, T5's table, KERPLE's (r1, r2) and FIRE's function

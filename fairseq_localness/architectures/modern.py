@@ -1,4 +1,4 @@
-"""Architectures of the position methods that today's models use, one per method (docs/methods/modern.md).
+"""Architectures of the position methods that recent models use, one per method (docs/methods/modern.md).
 
 Each method is the model's only position information, as in its paper: fairseq's sinusoidal position embeddings
 are off by default (``no_token_positional_embeddings=True``; ALiBi, T5 and RoFormer add none, and KERPLE and FIRE
