@@ -173,6 +173,14 @@ def test_a_max_tokens_override_changes_the_device_batch_not_the_papers():
     assert "32768 tokens/update = 1 CPU process(s) x 2048 tokens x update_freq 16" in out
 
 
+def test_max_tokens_override_reads_the_last_one_as_hydra_does():
+    from fairseq_localness.experiments.launch import max_tokens_override
+
+    assert max_tokens_override(["common.seed=2", "dataset.max_tokens=512", "dataset.max_tokens=1024"]) == 1024
+    assert max_tokens_override(["common.seed=2", "dataset.max_tokens_valid=512"]) is None
+    assert max_tokens_override([]) is None
+
+
 @pytest.mark.parametrize("argv", [
     ["wmt14_en_de_base", "transformer_wmt_en_de", "--data", "/d/data-bin", "--save-dir", "/w/ckpt", "--cpu-procs", "2",
      "optimization.max_update=3", "common.seed=2"],

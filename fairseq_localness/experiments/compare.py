@@ -47,8 +47,8 @@ from ..cli import int_at_least
 from ..evaluation.outputs import HYP_DETOK, HYP_TOK, REF_TOK, SCORES, generate_log, generate_output
 from ..paths import CONFIG_DIR, REPO, SCRIPTS_DIR, CheckoutError, require_checkout
 from ..provenance import checkout_of, machine_description, portable_paths
-from .launch import (LaunchError, Launch, arch_configs, benchmark_values, benchmarks, model_keys, precision_overrides,
-                     tokens_per_update)
+from .launch import (LaunchError, Launch, arch_configs, benchmark_values, benchmarks, max_tokens_override, model_keys,
+                     precision_overrides, tokens_per_update)
 from .plans import RowPlan
 from .processes import allocator_line, cpu_training_env, stream
 from .rundir import read_config_record
@@ -209,7 +209,7 @@ def per_gpu_tokens(grid: Grid, recipe_dir: Optional[Path]) -> Optional[int]:
     """With ``--gpus N`` (N > 1), each GPU's share of the recipe's tokens per update, so that N GPUs train on the
     recipe's batch, not N times it. None on the CPU, on one GPU, and where ``--train-args`` sets
     ``dataset.max_tokens`` (the user's per-device batch, which the launcher then splits the same way)."""
-    if grid.gpus <= 1 or any(o.startswith("dataset.max_tokens=") for o in grid.train_overrides):
+    if grid.gpus <= 1 or max_tokens_override(grid.train_overrides) is not None:
         return None
     per_update = tokens_per_update(benchmark_values(grid.recipe, recipe_dir))
     if per_update % grid.gpus:

@@ -82,6 +82,13 @@ def precision_overrides(arguments: Sequence[str]) -> List[str]:
     return [PRECISION_FLAGS.get(a, a) for a in arguments]
 
 
+def max_tokens_override(overrides: Sequence[str]) -> Optional[int]:
+    """The per-device batch that a ``dataset.max_tokens=N`` override sets (the last one wins, as in Hydra), else
+    None: like ``--max-tokens``, it sets each device's batch and leaves the recipe's tokens per update."""
+    values = [o.split("=", 1)[1] for o in overrides if o.startswith("dataset.max_tokens=")]
+    return int(values[-1]) if values else None
+
+
 #: Launch.check_config's outcome per (benchmark, arch, overrides, recipe dir, GPUs?): None or the error
 _config_checks: Dict[tuple, Optional[str]] = {}
 
@@ -366,13 +373,9 @@ class Launch:
     def plan(self) -> Dict[str, int]:
         """Effective-batch arithmetic for this launch."""
         values = benchmark_values(self.benchmark, self.recipe_dir)
-        config_tokens = int(values["dataset"]["max_tokens"])
         effective = self.effective_tokens or tokens_per_update(values)
-        # a dataset.max_tokens override is the per-device batch, like --max-tokens; the paper's batch stays
-        for override in self.overrides:
-            if override.startswith("dataset.max_tokens="):
-                config_tokens = int(override.split("=", 1)[1])
-        max_tokens = self.max_tokens or config_tokens
+        max_tokens = (self.max_tokens or max_tokens_override(self.overrides)
+                      or int(values["dataset"]["max_tokens"]))
         update_freq = split_batch(effective, self.world_size, max_tokens)
         return {"effective_tokens": effective, "world_size": self.world_size,
                 "max_tokens": max_tokens, "update_freq": update_freq}
