@@ -374,8 +374,9 @@ class Launch:
         """Effective-batch arithmetic for this launch."""
         values = benchmark_values(self.benchmark, self.recipe_dir)
         effective = self.effective_tokens or tokens_per_update(values)
-        max_tokens = (self.max_tokens or max_tokens_override(self.overrides)
-                      or int(values["dataset"]["max_tokens"]))
+        override = max_tokens_override(self.overrides)
+        config_tokens = int(values["dataset"]["max_tokens"]) if override is None else override
+        max_tokens = self.max_tokens or config_tokens
         update_freq = split_batch(effective, self.world_size, max_tokens)
         return {"effective_tokens": effective, "world_size": self.world_size,
                 "max_tokens": max_tokens, "update_freq": update_freq}
