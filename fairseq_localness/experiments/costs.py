@@ -37,6 +37,7 @@ def gpu_hours_table(rows: List) -> str:
     return "\n".join(lines + [
         "", "GPU-hours = updates x tokens/update / (tokens/s per GPU), with the papers' P40 throughput "
         "(Yang et al. 2019, Table 2: 8 GPUs x 4096 tokens at 1.28 steps/s base, 0.61 big); "
-        "a locality method adds 5-18% (same table: CSANs 1.22 base, 0.50 big). Epoch-trained settings: "
+        "not counted: a locality method's slowdown, 5-18% for the CSANs (same table: 1.22 base, 0.50 big), up to "
+        "26% (Block) and 42% (Cnns) in its Table 1. Epoch-trained settings: "
         "the paper's stated updates. Newer GPUs are faster: rescale with the ups (updates/s) of your "
         "first log lines (docs/cluster.md)."])

@@ -43,7 +43,8 @@ from ..attention.registry import register_locality_method
 
 @dataclass
 class CNNsOptions(MethodOptions):
-    layers: str = field(default="1-3", metadata={"help": "1-based layers (Yang et al. 2019 Sec. 5: the lowest three encoder layers)"})
+    layers: str = field(default="1-3", metadata={"help": "1-based layers (the lowest three encoder layers, where Yang et al. 2019 Sec. 5 put the CSANs; "
+                                                               "the paper does not place its baselines, so this is our reading)"})
     attention: str = field(default="encoder", metadata={"help": "attention types: encoder only"})
     num_convs: int = field(default=4, metadata={"help": "N: convolution sub-layers in front of each attention (QANet: 4)"})
     kernel_size: int = field(default=7, metadata={"help": "k: convolution width, odd (QANet: 7)"})

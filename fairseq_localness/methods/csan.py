@@ -13,7 +13,10 @@ h-(N-1)/2 .. h+(N-1)/2, with one softmax over the whole area:
     o^h_i  = ATT(q^h_i, K~^h_i) V~^h_i
 
 Both are parameter-free. Positions outside the sentence and heads outside
-1..H are left out of the window (the paper's definition). ``--csan2d-head-edge
+1..H are left out of the window: our reading of the union above, which ranges
+over heads that exist (the paper does not say what happens at the first and
+last head; Sec. 3.2 says only that the union combines the keys and values of
+different subspaces). ``--csan2d-head-edge
 wrap`` treats the heads as a circle instead, identically for keys and values
 (the authors' code wraps the keys but repeats the edge head's values; that
 mismatch is not reproduced).
@@ -100,7 +103,7 @@ class Csan2dOptions(Csan1dOptions):
                                                     "layers/attention_conv.py lines 262-264)"})
     head_edge: str = field(
         default="drop",
-        metadata={"help": "heads beyond the first/last: drop (leave them out of the area, the paper) or wrap "
+        metadata={"help": "heads beyond the first/last: drop (leave them out of the area; our reading, the paper is silent) or wrap "
                   "(circular, for keys and values alike)", "choices": HEAD_EDGES},
     )
 
