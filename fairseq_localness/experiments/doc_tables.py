@@ -668,7 +668,7 @@ def parameters_and_speed_table(runs, also):
     rows = [
         ("`transformer_gaussian_local`", "[+0.81M](methods/yang2018-gaussian.md#parameter-counts)", "+0.8M (Yang 2018, T4)",
          f"[{_ratio_at(group1, 'transformer_gaussian_local', 'train_ratio', 2)}]({link['benchmark']})",
-         "0.96 (Yang 2018, T2: 1.15 / 1.20)"),
+         "0.96 (Yang 2018: 1.15 in T2, lower three layers / the baseline's 1.20 in T1)"),
         ("`transformer_relpos`", "[+0.05M](methods/yang2018-gaussian.md#parameter-counts)", "+0.1M (Yang 2018, T4)",
          f"[{_ratio_at(group2, 'transformer_relpos', 'train_ratio', 2)}]({link['benchmark']})", ""),
         ("`transformer_csan1d`", "[0](methods/yang2019-csan.md#parameter-counts)", "+0.0M (Yang 2019, T1)",

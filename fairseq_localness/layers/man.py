@@ -4,7 +4,7 @@ Every sub-layer of a MAN layer is a mask attention network (Eq. 4-5, see
 ``methods/mask_attention.py``) with its own residual connection and layer
 norm, H' = LN(H + sublayer(H)) (pre-norm: H + sublayer(LN(H))):
 
-    SAN   M = 1 (all ones)                                    (Eq. 6-9)
+    SAN   M = 1 (all ones)                                    (Eq. 6-7)
     FFN   M = I: S_I(Q, K) = I, so the sub-layer is
           act(H W^V) W^O, i.e. fc2(act(fc1(H)))
     DMAN  M = Eq. 12's dynamic mask;  SMAN  M = Eq. 11's band
@@ -204,7 +204,7 @@ class AttentionSubLayer(ResidualSubLayer):
 
 
 class FeedForwardSubLayer(ResidualSubLayer):
-    """FFN(H) = fc2(act(fc1(H))): mask attention with M = I (Eq. 6-9)."""
+    """FFN(H) = fc2(act(fc1(H))): mask attention with M = I (Eq. 8-9)."""
 
     def __init__(self, fc1: nn.Module, fc2: nn.Module, activation_fn: Callable, activation_dropout: float, **kwargs):
         super().__init__(**kwargs)
