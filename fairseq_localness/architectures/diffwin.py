@@ -3,8 +3,10 @@
 Each placement of the Differentiable Window is its own locality method with
 the paper's defaults (layers 1-3): ``diffwin_enc`` (AW, token masking),
 ``diffwin_cross`` (AW, segment masking, b = 5) and ``diffwin_dec`` (MW, causal
-token pointers). Table 2 and 3 rows are these architectures with
-``--diffwin-{enc,cross,dec}-{mode,masking,layers,renormalize}`` flags.
+token pointers). Table 3 rows are these architectures with
+``--diffwin-{enc,cross,dec}-{mode,masking,layers,renormalize}`` flags; Table 2 rows
+are ``transformer_localness_*`` with ``--locality-methods diffwin_*``
+(configs/paper_tables.yaml).
 """
 
 from .base import register_locality_architectures

@@ -27,6 +27,8 @@ The window M (one row m per query) enters attention in one of two ways:
     additive window (AW):        A = softmax((s_glb + s_loc * M) / sqrt(d))        (Eq. 14-17)
                                  s_glb = Q W_glb^Q (K W_glb^K)^T  (the attention's own q, k)
                                  s_loc = Q W_loc^Q (K W_loc^K)^T
+                                 (Eq. 14-15 print Q in place of K; K is the only reading
+                                 that serves cross-attention, where M is T x S)
 
 MW does not renormalise A by default (the paper); ``renormalize`` divides each
 row by its sum (the authors' code has both). Every head has its own pointers
