@@ -98,7 +98,8 @@ class MANOptions:
     attention_relu: bool = field(default=False, metadata={
         "metavar": "BOOL",
         "help": "ReLU on every attention output before its output projection "
-                "(the authors' code; makes an M = I sub-layer exactly an FFN); paper: false",
+                "(the authors' code; makes an M = I sub-layer exactly an FFN). false: F = identity, the paper's F for "
+                "SAN (Eq. 7); the paper does not state F for DMAN (Eq. 12), so false there is our reading",
     })
     norm: str = field(default="pre", metadata={
         "metavar": "PLACEMENT", "choices": NORM_SETTINGS,

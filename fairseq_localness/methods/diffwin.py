@@ -14,12 +14,12 @@ the expectation of the discrete window [min(l, r), max(l, r)] (the pointers
 are not ordered; a collapsed window l = r = j is counted by both terms).
 
 Segment-based masking (Eq. 10-11) points at segments of b consecutive tokens
-instead: the pointer distributions are pooled per segment (phi^seg = phi J,
-J the token-to-segment membership matrix), Eq. 9 is applied over segments and
-its value is given to every token of the segment (m = m^seg J^T). Here that
-is computed without J: P(seg(l) <= seg(j)) is the token cumulative sum taken
-at the last token of j's segment, P(seg(l) >= seg(j)) the reverse one at its
-first token.
+instead: Eq. 11 is Eq. 9 with L replaced by J_n, J_n[i, j] = 1 if
+i <= b ceil(j / b) (Eq. 10), so (phi J_n)_j = P(pointer <= the last token of
+j's segment) and (phi J_n^T)_j = P(pointer >= the first token of j's segment),
+one value for every token of a segment. Here that is computed without J_n:
+the token cumulative sum taken at the last token of j's segment, and the
+reverse one at its first token.
 
 The window M (one row m per query) enters attention in one of two ways:
 

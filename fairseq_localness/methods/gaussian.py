@@ -103,7 +103,9 @@ class GaussianLocalness(LocalityMethod):
         if options.window == "layer":
             self.w_d = BiasFreeLinear(dim, dim)  # W_d, Eq. 8
         if options.window == "head":
-            self.z = nn.Parameter(torch.zeros(heads))  # z_m, one scalar per head
+            # z_m, one scalar per head; 0 (D_m = N/2) is our choice, the paper gives no initialisation
+            self.z = nn.Parameter(torch.zeros(heads))
+        # Xavier-uniform: the release's THUMT default (uniform_unit_scaling, gain 1, fan_avg); the paper is silent
         for module in (self.w_p, self.u_p, getattr(self, "u_d", None), getattr(self, "w_d", None)):
             if module is not None:
                 nn.init.xavier_uniform_(module.weight)

@@ -53,7 +53,7 @@ DECODE: Dict[Tuple[str, str], DecodeSetting] = {
     ),
     ("cnndm", "paper"): DecodeSetting(
         beam=5, lenpen=2.0, min_len=1, max_len_b=50, no_repeat_ngram_size=3, batch_size=128,
-        source="Sec. 3.1.2 (lines 684-685, 695-698): trigram blocking, beam 5, max length 50, length penalty 2.0",
+        source="Sec. 3.1.2 (lines 683-685, 695-698): trigram blocking, beam 5, max length 50, length penalty 2.0",
     ),
     ("gigaword", "released"): DecodeSetting(
         beam=5, lenpen=1.0, min_len=1, max_len_b=FAIRSEQ_DEFAULT_MAX_LEN_B, no_repeat_ngram_size=3, batch_size=128,
@@ -62,7 +62,7 @@ DECODE: Dict[Tuple[str, str], DecodeSetting] = {
     ),
     ("gigaword", "paper"): DecodeSetting(
         beam=5, lenpen=1.0, min_len=1, max_len_b=30, no_repeat_ngram_size=3, batch_size=128,
-        source="Sec. 3.1.2 (lines 684-685, 695-698): trigram blocking, beam 5, max length 30, length penalty 1.0",
+        source="Sec. 3.1.2 (lines 683-685, 695-698): trigram blocking, beam 5, max length 30, length penalty 1.0",
     ),
 }
 
