@@ -389,6 +389,15 @@ def corpus_sizes_table(runs, also):
     return markdown(("split", "sentences", "words", "tokens with `</s>`", "`<unk>`"), rows)
 
 
+def corpus_sources_table(runs, also):
+    """Lines read and unique sentences kept per source file, and the vocabulary the splits share."""
+    (run,) = runs
+    rows = [[f"`{r['source']}`", f"{r['lines']:,}", f"{r['kept']:,}"] for r in records(runs)]
+    rows.append(["all sources", f"{sum(r['lines'] for r in run['records']):,}", f"{sum(r['kept'] for r in run['records']):,}"])
+    return (markdown(("source (under `--shared-data`)", "lines read", "unique sentences kept"), rows)
+            + f"\n\nVocabulary (words seen at least 3 times in train): {run['vocabulary']:,}.")
+
+
 def rouge_scorers_table(runs, also):
     rows = [[r["scorer"], *(f"{r[k]:.5f}" for k in ("rouge1", "rouge2", "rougeL")),
              f"{r['seconds']} s" if r.get("seconds") is not None else ""] for r in records(runs)]
@@ -786,6 +795,8 @@ TABLES: Tuple[DocTable, ...] = (
     DocTable("tasks/sst2-3000-updates", "docs/tasks.md", ("tasks/sst2-3000-updates.json",), sst2_table(True, False)),
     DocTable("tasks/lm-news-standin", "docs/tasks.md", ("tasks/lm-news-standin.json",), lm_table),
     DocTable("tasks/news-en-standin-sizes", "docs/tasks.md", ("tasks/news-en-standin-sizes.json",), corpus_sizes_table),
+    DocTable("tasks/news-en-standin-sources", "docs/tasks.md", ("tasks/news-en-standin-sources.json",),
+             corpus_sources_table),
     DocTable("summarization/rouge-scorers", "docs/summarization.md", ("summarization/rouge-scorers.json",),
              rouge_scorers_table),
     DocTable("probing/mechanics", "docs/probing.md", ("probing/mechanics.json",), probing_mechanics_table),
