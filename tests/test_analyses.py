@@ -211,6 +211,27 @@ def test_ngram_gap_by_hand(tmp_path):
         assert row["gap"] == pytest.approx(100.0 * covering[n] / total)
 
 
+def test_ngram_gap_pools_seeds_and_lowercases(tmp_path):
+    ref = "a b c d e f g h i"
+    (tmp_path / "ref").write_text(ref + "\n")
+    (tmp_path / "seed1").write_text(ref.upper() + "\n")  # every n-gram right once lowercased
+    (tmp_path / "seed2").write_text("a b c d x f g h i\n")  # the 5th word wrong
+    (tmp_path / "base").write_text(ref + "\n")
+    table, _ = ngram_gap({"local": [str(tmp_path / "seed1"), str(tmp_path / "seed2")]}, [str(tmp_path / "base")],
+                         str(tmp_path / "ref"), lowercase=True)
+    covering = {1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 6: 4, 7: 3, 8: 2}
+    for row in table.rows:
+        total = 10 - row["n"]  # per seed; pooled: twice as many n-grams, the second seed missing `covering`
+        assert row["precision"] == pytest.approx(100.0 * (2 * total - covering[row["n"]]) / (2 * total))
+        assert row["gap"] == pytest.approx(-100.0 * covering[row["n"]] / (2 * total))
+    assert "Seed-pooled: local 2 files, baseline 1 files" in table.caption and "lowercased" in table.caption
+    cased, _ = ngram_gap({"local": str(tmp_path / "seed1")}, str(tmp_path / "base"), str(tmp_path / "ref"))
+    assert [row["precision"] for row in cased.rows] == [0.0] * 8  # not lowercased: "A" is not "a"
+    (tmp_path / "short").write_text("")
+    with pytest.raises(AnalysisError, match=f"local {tmp_path / 'short'}: 0 sentences"):
+        ngram_gap({"local": [str(tmp_path / "seed1"), str(tmp_path / "short")]}, str(tmp_path / "base"), str(tmp_path / "ref"))
+
+
 def test_generate_output_and_length_buckets(tmp_path):
     generate = "S-1\tx y z\nT-1\tc d e f\nH-1\t-0.5\tc d e f\nS-0\tx\nT-0\ta b\nH-0\t-0.1\ta q\n"
     (tmp_path / "gen.txt").write_text(generate)
@@ -315,7 +336,12 @@ def test_bad_values_are_refused_when_the_arguments_are_read(tmp_path, capsys):
     for argv, why in ((["attention-heatmap", *checkpoint, "--checkpoint", str(tmp_path / "b.pt")], "give one --checkpoint"),
                       (["gate-pos", *checkpoint, "--tags", str(tmp_path / "tags.txt")], "--tags .*tags.txt: no such file"),
                       (["gate-pos", *checkpoint, "--tagger", "spacy:en_core_web_sm", "--source-text", "x"],
-                       "--checkpoint .*missing.pt: no such file")):
+                       "--checkpoint .*missing.pt: no such file"),
+                      # one label twice: length-bleu would silently keep the last; ngram-gap pools, but not a file twice
+                      (["length-bleu", "--hyp", f"a={tmp_path}/x", "--hyp", f"a={tmp_path}/y", "--ref", "r",
+                        "--out", str(tmp_path / "out")], "--hyp a=.*/y: a is already .*/x"),
+                      (["ngram-gap", "--hyp", f"a={tmp_path}/x", "--hyp", f"a={tmp_path}/x", "--baseline", "b",
+                        "--ref", "r", "--out", str(tmp_path / "out")], "--hyp a=.*/x: .*/x is given twice for a")):
         with pytest.raises(AnalysisError, match=why):
             cli.main(argv)
     assert not (tmp_path / "out").exists()

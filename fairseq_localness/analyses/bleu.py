@@ -4,7 +4,9 @@
   "gap of BLEU" per n-gram order (1..8) between a model and the baseline. The papers
   do not define the per-order score; we use the BLEU component of order n, the corpus
   modified n-gram precision p_n of sacreBLEU (``BLEU(max_ngram_order=8)``), in BLEU
-  points (percent), and the gap system minus baseline.
+  points (percent), and the gap system minus baseline. A system given several files (the
+  seeds of one architecture) is scored on their concatenation against the references
+  repeated as often: seed-pooled counts, as the comparison's significance test pools seeds.
 * BLEU by source-length bucket -- every paper discusses length; corpus sacreBLEU per bucket.
 * sweeps -- Yang et al. (2019) Figure 2 (BLEU against the 1D window M and the number of
   2D heads N) and Xu et al. (2019) Figure 2 (BLEU against the hybrid window m, with the
@@ -21,7 +23,7 @@ import glob
 import json
 import os
 import re
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from sacrebleu.metrics import BLEU
 
@@ -56,13 +58,13 @@ def read_translations(path: str, field: str = "H") -> List[str]:
 
 
 def ngram_scores(hypotheses: Sequence[str], references: Sequence[str], max_order: int = 8,
-                 tokenize: str = "13a") -> Tuple[List[float], float]:
+                 tokenize: str = "13a", lowercase: bool = False) -> Tuple[List[float], float]:
     """(p_1..p_max_order in percent, corpus BLEU of order max_order) from sacreBLEU's statistics.
 
     p_n is 100 * matches / total n-grams, unsmoothed: sacreBLEU's ``precisions`` replace a zero count
     by its smoothing value, which is right for the BLEU score but not for a per-order comparison.
     """
-    metric = BLEU(max_ngram_order=max_order, tokenize=tokenize)
+    metric = BLEU(max_ngram_order=max_order, tokenize=tokenize, lowercase=lowercase)
     score = metric.corpus_score(list(hypotheses), [list(references)])
     precisions = [100.0 * c / t if t else 0.0 for c, t in zip(score.counts, score.totals)]
     return precisions, score.score
@@ -76,21 +78,42 @@ def _same_length(named: Dict[str, Sequence[str]], references: Sequence[str], ref
             raise AnalysisError(f"{name}: {len(lines)} sentences but --ref {ref_path} has {len(references)}")
 
 
-def ngram_gap(systems: Dict[str, str], baseline: str, reference: str, max_order: int = 8, tokenize: str = "13a"):
-    """Table and figure of p_n(system) - p_n(baseline) for n = 1..max_order."""
+Files = Union[str, Sequence[str]]
+
+
+def _pooled(paths: Files, references: Sequence[str], ref_path: str, name: str) -> Tuple[List[str], List[str]]:
+    """One system's translations over all its files, and the references repeated once per file."""
+    paths = [paths] if isinstance(paths, str) else list(paths)
+    hypotheses: List[str] = []
+    for path in paths:
+        lines = read_translations(path)
+        _same_length({f"{name} {path}": lines}, references, ref_path)
+        hypotheses += lines
+    return hypotheses, list(references) * len(paths)
+
+
+def ngram_gap(systems: Dict[str, Files], baseline: Files, reference: str, max_order: int = 8, tokenize: str = "13a",
+              lowercase: bool = False):
+    """Table and figure of p_n(system) - p_n(baseline) for n = 1..max_order.
+
+    A system (or the baseline) given as several files is scored seed-pooled: its files concatenated, the
+    references repeated once per file.
+    """
     refs = read_translations(reference, "T")
-    hyps = {name: read_translations(path) for name, path in systems.items()}
-    base = read_translations(baseline)
-    _same_length({**hyps, f"--baseline {baseline}": base}, refs, reference)
-    base_p, base_bleu = ngram_scores(base, refs, max_order, tokenize)
+    _same_length({}, refs, reference)
+    hyps = {name: _pooled(paths, refs, reference, name) for name, paths in systems.items()}
+    base_p, base_bleu = ngram_scores(*_pooled(baseline, refs, reference, "--baseline"), max_order, tokenize, lowercase)
+    files = {name: 1 if isinstance(paths, str) else len(paths) for name, paths in [*systems.items(), ("", baseline)]}
+    pooled = (" Seed-pooled: " + ", ".join(f"{name or 'baseline'} {count} files" for name, count in files.items())
+              + "." if max(files.values()) > 1 else "")
     table = Table(["system", "n", "precision", "baseline_precision", "gap"],
                   caption=f"Yang et al. (2018) Figure 4 / Yang et al. (2019) Figure 3: gap in n-gram precision p_n "
-                          f"(sacreBLEU counts, tokenize={tokenize}, points) over the baseline "
-                          f"(baseline BLEU with n-grams up to {max_order}: {base_bleu:.2f}).")
+                          f"(sacreBLEU counts, tokenize={tokenize}{', lowercased' if lowercase else ''}, points) "
+                          f"over the baseline (baseline BLEU with n-grams up to {max_order}: {base_bleu:.2f}).{pooled}")
     fig, axes = figure(1, 1, width=3.4, height=2.4)
     ax = axes[0][0]
-    for colour, (name, lines) in zip(SYSTEM_COLOURS, hyps.items()):
-        precisions, _ = ngram_scores(lines, refs, max_order, tokenize)
+    for colour, (name, (lines, repeated_refs)) in zip(SYSTEM_COLOURS, hyps.items()):
+        precisions, _ = ngram_scores(lines, repeated_refs, max_order, tokenize, lowercase)
         gaps = [p - b for p, b in zip(precisions, base_p)]
         for n, (p, b, g) in enumerate(zip(precisions, base_p, gaps), start=1):
             table.add(system=name, n=n, precision=p, baseline_precision=b, gap=g)

@@ -62,6 +62,8 @@ def _labelled_files(values: Sequence[str], flag: str) -> Dict[str, str]:
         label, path = parse_labelled(value)
         if label is None:
             raise AnalysisError(f"{flag} {value}: give NAME=FILE")
+        if label in named:
+            raise AnalysisError(f"{flag} {value}: {label} is already {named[label]}; give each system its own NAME")
         named[label] = path
     return named
 
@@ -218,18 +220,37 @@ def _run_heatmap(args, out: Outputs):
 
 
 def _args_ngram(parser):
-    parser.add_argument("--hyp", action="append", required=True, metavar="NAME=FILE", help="a system's translations (repeatable)")
-    parser.add_argument("--baseline", required=True, help="the baseline's translations")
+    parser.add_argument("--hyp", action="append", required=True, metavar="NAME=FILE",
+                        help="a system's translations (repeatable; a NAME given several times is scored seed-pooled "
+                             "over its files)")
+    parser.add_argument("--baseline", action="append", required=True, metavar="FILE",
+                        help="the baseline's translations (repeatable: several files are scored seed-pooled)")
     parser.add_argument("--ref", required=True, help="references (plain text or fairseq-generate output's T- lines)")
     parser.add_argument("--max-order", type=int, default=8, help="highest n-gram order (papers: 8)")
     parser.add_argument("--tokenize", type=tokenizer_argument, default="13a",
                         help="sacreBLEU tokenizer (13a, zh, intl, none for tokenised text, ...)")
+    parser.add_argument("--lowercase", action="store_true",
+                        help="compare lowercased (for systems trained on lowercased text, scored against cased references)")
+
+
+def _pooled_files(values: Sequence[str], flag: str) -> Dict[str, List[str]]:
+    """NAME=FILE values, the files of a repeated NAME kept together (its seeds)."""
+    named: Dict[str, List[str]] = {}
+    for value in values:
+        label, path = parse_labelled(value)
+        if label is None:
+            raise AnalysisError(f"{flag} {value}: give NAME=FILE")
+        if path in named.get(label, []):
+            raise AnalysisError(f"{flag} {value}: {path} is given twice for {label}")
+        named.setdefault(label, []).append(path)
+    return named
 
 
 def _run_ngram(args, out: Outputs):
     from .bleu import ngram_gap
 
-    table, fig = ngram_gap(_labelled_files(args.hyp, "--hyp"), args.baseline, args.ref, args.max_order, args.tokenize)
+    table, fig = ngram_gap(_pooled_files(args.hyp, "--hyp"), args.baseline, args.ref, args.max_order, args.tokenize,
+                           args.lowercase)
     return out.write(args.name, table, fig)
 
 

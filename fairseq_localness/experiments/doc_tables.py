@@ -398,6 +398,19 @@ def corpus_sources_table(runs, also):
             + f"\n\nVocabulary (words seen at least 3 times in train): {run['vocabulary']:,}.")
 
 
+def ngram_gap_table(runs, also):
+    """One row per system: p_n(system) - p_n(baseline) for each order n, and the baseline's p_n as the first row."""
+    gaps: Dict[str, Dict[int, float]] = {}
+    baseline: Dict[int, float] = {}
+    for r in records(runs):
+        gaps.setdefault(r["system"], {})[r["n"]] = r["gap"]
+        baseline[r["n"]] = r["baseline_precision"]
+    orders = sorted(baseline)
+    rows = [["`transformer` (p_n)", *(f"{baseline[n]:.2f}" for n in orders)]]
+    rows += [[f"`transformer_{system}` (gap)", *(f"{gap[n]:+.2f}" for n in orders)] for system, gap in gaps.items()]
+    return markdown(("system", *(f"n = {n}" for n in orders)), rows)
+
+
 def rouge_scorers_table(runs, also):
     rows = [[r["scorer"], *(f"{r[k]:.5f}" for k in ("rouge1", "rouge2", "rougeL")),
              f"{r['seconds']} s" if r.get("seconds") is not None else ""] for r in records(runs)]
@@ -795,6 +808,7 @@ TABLES: Tuple[DocTable, ...] = (
     DocTable("tasks/sst2-3000-updates", "docs/tasks.md", ("tasks/sst2-3000-updates.json",), sst2_table(True, False)),
     DocTable("tasks/lm-news-standin", "docs/tasks.md", ("tasks/lm-news-standin.json",), lm_table),
     DocTable("tasks/news-en-standin-sizes", "docs/tasks.md", ("tasks/news-en-standin-sizes.json",), corpus_sizes_table),
+    DocTable("analyses/ngram-gap-multi30k", "docs/analyses.md", ("analyses/ngram-gap-multi30k.json",), ngram_gap_table),
     DocTable("tasks/news-en-standin-sources", "docs/tasks.md", ("tasks/news-en-standin-sources.json",),
              corpus_sources_table),
     DocTable("summarization/rouge-scorers", "docs/summarization.md", ("summarization/rouge-scorers.json",),
