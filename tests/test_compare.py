@@ -5,6 +5,7 @@ recipe file of its own, checks the table's columns, the resume after an interrup
 directories it made. The significance and the statistics are checked against values computed by hand.
 """
 
+import csv
 import hashlib
 import json
 import re
@@ -695,6 +696,25 @@ def test_tiny_grid_table_columns_and_files(tiny_grid):
     configs = [(out / "pre" / a / f"seed{s}" / "checkpoints" / ".hydra" / "config.yaml").read_text()
                for a in ("transformer", "transformer_gaussian_local") for s in (1, 2)]
     assert all("max_update: 6" in c and "encoder_normalize_before: true" in c for c in configs)
+    # the trained attention, analysed from each run's best checkpoint and published as tables (no figures)
+    for arch, analyses in (("transformer", ["attention-mass"]),
+                           ("transformer_gaussian_local", ["attention-mass", "gaussian-scopes"])):
+        run_dir = out / "pre" / arch / "seed1"
+        assert json.loads((run_dir / "analyses" / "done.json").read_text()) == {
+            "analyses": analyses, "checkpoint": "checkpoint_best.pt"}
+        published = root / "published" / "tiny" / "pre" / arch / "seed1" / "analyses"
+        assert sorted(p.name for p in published.iterdir()) == sorted(
+            ["done.json", *(f"{name}.{ext}" for name in analyses for ext in ("csv", "md"))])
+        mass = list(csv.DictReader(open(run_dir / "analyses" / "attention-mass.csv")))
+        # 3 encoder layers x w = 1, 2, 4 of one SAN (plain or Gaussian-biased), on all 40 test sentences
+        assert [(r["layer"], r["w"]) for r in mass] == [(str(l), str(w)) for l in (1, 2, 3) for w in (1, 2, 4)]
+        assert {r["sentences"] for r in mass} == {"40"}
+        for layer in ("1", "2", "3"):  # a wider window holds at least the mass of a narrower one
+            within = [float(r["attn_s_percent"]) for r in mass if r["layer"] == layer]
+            assert 0 < within[0] <= within[1] <= within[2] <= 100
+    scopes = list(csv.DictReader(open(out / "pre" / "transformer_gaussian_local" / "seed1" / "analyses" /
+                                      "gaussian-scopes.csv")))
+    assert [r["layer"] for r in scopes] == ["1", "2", "3"] and all(float(r["mean_D"]) > 0 for r in scopes)
 
 
 def test_table_only_refuses_another_setup(tiny_grid):
@@ -736,6 +756,7 @@ def test_tiny_grid_resumes_without_retraining(tiny_grid):
     assert (killed / "checkpoints" / "checkpoint_last.pt").exists() and not (killed / "eval-test" / "scores.json").exists()
     second = run(COMPARE + argv)
     assert second.stdout.count("finished earlier, not retrained") == 3
+    assert second.stdout.count("analysing its attention") == 1  # the finished runs were analysed by the first call
     assert "transformer_gaussian_local (pre-norm, seed 2): resuming from checkpoint_last.pt" in second.stdout
     # its closing line gives the time of this call only, and says so
     assert "transformer_gaussian_local (pre-norm, seed 2): done, " in second.stdout

@@ -47,6 +47,7 @@ from ..cli import int_at_least
 from ..evaluation.outputs import HYP_DETOK, HYP_TOK, REF_TOK, SCORES, generate_log, generate_output
 from ..paths import CONFIG_DIR, REPO, SCRIPTS_DIR, CheckoutError, require_checkout
 from ..provenance import checkout_of, machine_description, portable_paths
+from . import run_analyses
 from .launch import (LaunchError, Launch, arch_configs, benchmark_values, benchmarks, max_tokens_override, model_keys,
                      precision_overrides, tokens_per_update)
 from .plans import RowPlan
@@ -328,12 +329,17 @@ def update_rate(first: Tuple[int, float], updates: int, now: float) -> Optional[
     return (updates - first_updates) / max(now - first_time, 1e-6)
 
 
+def run_env(grid: Grid) -> Dict[str, str]:
+    """A run's environment: on the CPU one core per run (--jobs runs share the machine) and the launcher's
+    allocator settings."""
+    return dict(os.environ) if grid.gpus else {**cpu_training_env(os.environ, one_thread=True), "MKL_NUM_THREADS": "1"}
+
+
 def run_one(grid: Grid, spec: RunSpec, index: int, progress: Progress) -> Optional[str]:
     """Train (or resume) and evaluate one run; the failure text, or None."""
     start = time.time()
     tag = f"[{index}/{progress.total}] {spec.name}"
-    # on the CPU: one core per run (--jobs runs share the machine), and the launcher's allocator settings
-    env = dict(os.environ) if grid.gpus else {**cpu_training_env(os.environ, one_thread=True), "MKL_NUM_THREADS": "1"}
+    env = run_env(grid)
     run_dir = grid.run_dir(spec)
     trained = run_dir / "trained"
     whole = False  # trained here from its first update: its time is a whole run's, for the ETA
@@ -388,6 +394,7 @@ def run_one(grid: Grid, spec: RunSpec, index: int, progress: Progress) -> Option
     if code != 0:
         return f"evaluation failed (exit {code}; see {run_dir / 'evaluate.log'}); rerun to retry"
     result = collect_run(grid, spec)
+    analyse_run(grid, spec, tag, progress, env)
     progress.finished(time.time() - start, whole)
     bleu = result.get("sacrebleu") if result.get("sacrebleu") is not None else result.get("tokenized_bleu")
     spent = _duration(time.time() - start)
@@ -395,6 +402,22 @@ def run_one(grid: Grid, spec: RunSpec, index: int, progress: Progress) -> Option
     timing = f"done in {spent}" if whole else f"done, {spent} in this call (it began in an earlier one)"
     progress.say(f"{tag}: {timing}, BLEU {bleu}, {result.get('epochs')} epochs; {progress.eta()}")
     return None
+
+
+def analyse_run(grid: Grid, spec: RunSpec, tag: str, progress: Progress, env: Dict[str, str]) -> None:
+    """The analyses of a run's trained attention (:mod:`.run_analyses`), once, while its best checkpoint is here.
+
+    A failed analysis leaves the run finished (its scores stand) and is tried again by the next call."""
+    run_dir = grid.run_dir(spec)
+    checkpoint = run_dir / "checkpoints" / "checkpoint_best.pt"
+    if run_analyses.analysed(run_dir) or not checkpoint.is_file():
+        return
+    progress.say(f"{tag}: analysing its attention (docs/compare.md, \"Per-run analyses\")")
+    command = [sys.executable, "-m", "fairseq_localness.experiments.run_analyses", str(checkpoint), str(grid.data_bin),
+               str(run_dir / run_analyses.ANALYSES_DIR), "--label", spec.arch]
+    code = stream(command, run_dir / "analyses.log", env)
+    if code != 0:
+        progress.say(f"{tag}: the analyses failed (exit {code}; see {run_dir / 'analyses.log'}); the next call retries")
 
 
 def decoding_speed(eval_dir: Path) -> Optional[float]:
@@ -451,6 +474,7 @@ def run_grid(grid: Grid, jobs: int, after_each=None) -> Dict[str, str]:
     for index, spec in enumerate(specs, 1):
         if grid.finished(spec):
             progress.say(f"[{index}/{len(specs)}] {spec.name}: finished earlier, not retrained")
+            analyse_run(grid, spec, f"[{index}/{len(specs)}] {spec.name}", progress, run_env(grid))
     failures: Dict[str, str] = {}
 
     def work(item: Tuple[int, RunSpec]) -> None:
@@ -1031,7 +1055,8 @@ def plot_buckets(means: Dict[Tuple[str, str], Dict[str, List[float]]], order: Li
 #: corpus's reference, enough to rebuild every table, the pooled significance test, the learning curves and the
 #: BLEU by length, and to count the run as finished
 RUN_FILES = ("trained", "result.json", "checkpoints/hydra_train.log", "checkpoints/.hydra/config.yaml",
-             *(f"{EVAL_DIR}/{name}" for name in (SCORES, HYP_TOK, HYP_DETOK, GENERATE_LOG, SOURCE_LENGTHS)))
+             *(f"{EVAL_DIR}/{name}" for name in (SCORES, HYP_TOK, HYP_DETOK, GENERATE_LOG, SOURCE_LENGTHS)),
+             *run_analyses.FILES)
 
 
 def training_checkout(run_dir: Path) -> Optional[str]:
