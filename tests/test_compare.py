@@ -953,6 +953,7 @@ def test_bleu_by_length_tests_each_bucket_against_the_baseline(tmp_path, monkeyp
         (eval_dir / "ref.tok.txt").write_text("\n".join(refs) + "\n")
         (eval_dir / "scores.json").write_text(json.dumps({"tokenized_bleu": {"lowercase": False}}))
         records.append({"arch": arch, "norm": "pre", "seed": 1, "eval_dir": str(eval_dir.relative_to(grid.root))})
+        (eval_dir.parent / "trained").write_text("2026-11-25T23:10:00\n")
     tests = compare.bucket_significance(grid, records, compare.EvaluationTexts([5]), lowercase=False,
                                          samples=1000)
     # bucket 1-5: every resample differs by the observed 100 BLEU, so none exceeds it: p = 1 / 1001. Bucket >5
@@ -973,6 +974,7 @@ def test_bleu_by_length_tests_each_bucket_against_the_baseline(tmp_path, monkeyp
     assert "| `transformer` | pre | 0.00 (baseline) | 100.00 (baseline) |" in table
     assert "| `transformer_gaussian_local` | pre | 100.00 (+100.00 ⇑) | 100.00 |" in table
     assert "fewer than 30 sentences are not tested" in table
+    assert "2 runs; measured 2026-11-25 (the days the runs finished training)" in table  # not the day it is written
 
 
 def test_plots_print_no_matplotlib_debug_lines():

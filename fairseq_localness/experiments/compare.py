@@ -1019,8 +1019,8 @@ def write_buckets(grid: Grid, records: List[Dict[str, Any]], edges: Sequence[int
             cells.append(cell)
         table.append(f"| `{arch}` | {norm} | " + " | ".join(cells) + " |")
     caption = (f"{grid.label}: tokenized BLEU by source length in tokenised words (the header gives each bucket's "
-               f"sentences), mean ± sd over seeds; {len(records)} runs; written {datetime.date.today().isoformat()} "
-               "by the command of table.md. "
+               f"sentences), mean ± sd over seeds; {len(records)} runs; measured {measured_dates(grid, records)} (the "
+               "days the runs finished training) by the command of table.md. "
                f"In brackets: seed-pooled BLEU of the bucket minus that of `{grid.baseline}` (same norm placement, the "
                f"seeds both have), ⇑/⇓ p < 0.01 and ↑/↓ p < 0.05 from a paired bootstrap of the bucket's sentences "
                f"({samples:,} resamples), as the full table tests the whole test set; buckets of fewer than "
