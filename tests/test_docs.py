@@ -174,6 +174,48 @@ def test_train_short_test_long_section_by_hand(tmp_path):
     assert "![tokenized BLEU by source length, one line per architecture](../results/compare/europarl_len_de_en/buckets.png)" in text
 
 
+def test_trained_attention_section_matches_its_files():
+    """docs/analyses.md's trained-attention block is the published runs' analyses, rendered."""
+    from fairseq_localness.experiments import compare_readme
+
+    page = compare_readme.ATTENTION_PAGE.read_text(encoding="utf-8")
+    block = re.search(r"<!-- trained-attention -->\n(.*?)\n<!-- /trained-attention -->", page, re.S)
+    assert block, "docs/analyses.md needs the <!-- trained-attention --> block"
+    assert block.group(1) == compare_readme.render_trained_attention(), \
+        "docs/analyses.md differs from docs/results/compare/: run python -m fairseq_localness.experiments.compare_readme"
+
+
+def test_trained_attention_section_by_hand(tmp_path):
+    """Mean and sample sd over the seeds that have the file, one row per architecture, norm and attention kind,
+    in the order of the corpus's table; a cell a row lacks is '-'."""
+    import json
+
+    from fairseq_localness.experiments import compare_readme
+
+    results, page_dir = tmp_path / "docs" / "results" / "compare", tmp_path / "docs"
+    assert compare_readme.render_trained_attention(results, page_dir).startswith("No published run has its analyses")
+    folder = results / "multi30k_de_en"
+    header = "model,kind,layer,w,sentences,attn_s_percent,published_percent,published_from\n"
+    files = {("transformer_dman", 1): ["dman,1,1,10,50.0", "san,1,1,10,20.0"],
+             ("transformer", 1): ["san,1,1,10,10.0", "san,1,2,10,30.0"],
+             ("transformer", 2): ["san,1,1,10,20.0", "san,1,2,10,40.0"]}
+    for (arch, seed), lines in files.items():
+        path = folder / "pre" / arch / f"seed{seed}" / "analyses" / "attention-mass.csv"
+        path.parent.mkdir(parents=True)
+        path.write_text(header + "".join(f"{arch},{line},,\n" for line in lines))
+    (folder / "table.json").write_text(json.dumps({"caption": "multi30k_de_en: 3 runs finished",
+                                                   "rows": [{"arch": "transformer"}, {"arch": "transformer_dman"}]}))
+    text = compare_readme.render_trained_attention(results, page_dir)
+    assert text.startswith("**Multi30k de→en (test2016).** Runs: multi30k_de_en: 3 runs finished; "
+                           "[full table](results/compare/multi30k_de_en/table.md).")
+    rows = [line for line in text.splitlines() if line.startswith("| `")]
+    # transformer, layer 1: w = 1 from 10 and 20 (mean 15, sd 7.07), w = 2 from 30 and 40 (35, 7.07)
+    assert rows == ["| `transformer` | pre | san | 1,2 | 15.0 ± 7.1 | 35.0 ± 7.1 |",
+                    "| `transformer_dman` | pre | dman | 1 | 50.0 | - |",
+                    "| `transformer_dman` | pre | san | 1 | 20.0 | - |"]
+    assert "| architecture | norm | attention | seeds | layer 1, w = 1 | layer 1, w = 2 |" in text
+
+
 def test_readme_results_table_by_hand(tmp_path):
     """One row per (architecture, norm) across corpora; a corpus that lacks a row shows '-'; the baseline,
     a significant difference and a seed sd as the cells say."""

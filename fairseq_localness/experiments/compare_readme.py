@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..paths import REPO
-from .compare import seeds_note
+from . import run_analyses
+from .compare import mean_sd, seeds_note
 from .doc_tables import load_run, markdown, measured_at, replace_block
 
 RESULTS = REPO / "docs" / "results" / "compare"
@@ -189,6 +190,58 @@ def render_extrapolation(results: Path = RESULTS, page_dir: Path = EXTRAPOLATION
             "bucket's sentences support it.")
 
 
+#: the trained-attention block (docs/analyses.md): the per-run analyses the comparison publishes
+ATTENTION_PAGE = REPO / "docs" / "analyses.md"
+ATTENTION_BEGIN, ATTENTION_END = "<!-- trained-attention -->", "<!-- /trained-attention -->"
+MASS_FILE = Path(run_analyses.ANALYSES_DIR) / "attention-mass.csv"
+
+
+def _mass_cell(values: Sequence[float]) -> str:
+    mean, sd = mean_sd(values)
+    return f"{mean:.1f}" + (f" ± {sd:.1f}" if sd is not None else "")
+
+
+def render_trained_attention(results: Path = RESULTS, page_dir: Path = ATTENTION_PAGE.parent) -> str:
+    """Per corpus, the attention mass within w tokens (Fan et al. 2021 Eq. 13) of every encoder layer of every
+    published run that has its analyses: mean ± sd over those runs' seeds, one row per architecture, norm
+    placement and attention kind (a MAN layer has a DMAN or SMAN sub-layer and a SAN)."""
+    import csv
+
+    parts = []
+    for label, title, _ in CORPORA:
+        folder = results / label
+        files = sorted(folder.glob(f"*/*/seed*/{MASS_FILE.as_posix()}"))
+        if not files or not (folder / "table.json").is_file():
+            continue
+        cells: Dict[Tuple[str, str, str], Dict[Tuple[int, int], List[float]]] = {}
+        seeds: Dict[Tuple[str, str, str], List[int]] = {}
+        for path in files:
+            run_dir = path.parent.parent
+            norm, arch, seed = run_dir.parent.parent.name, run_dir.parent.name, int(run_dir.name[len("seed"):])
+            with open(path, encoding="utf-8", newline="") as f:
+                for record in csv.DictReader(f):
+                    key = (arch, norm, record["kind"])
+                    cells.setdefault(key, {}).setdefault((int(record["layer"]), int(record["w"])), []).append(
+                        float(record["attn_s_percent"]))
+                    if seed not in seeds.setdefault(key, []):
+                        seeds[key].append(seed)
+        columns = sorted({column for by_column in cells.values() for column in by_column})
+        order = [row["arch"] for row in json.loads((folder / "table.json").read_text(encoding="utf-8"))["rows"]]
+        rows = sorted(cells, key=lambda k: (k[1], order.index(k[0]) if k[0] in order else len(order), k))
+        table = markdown(("architecture", "norm", "attention", "seeds", *(f"layer {l}, w = {w}" for l, w in columns)),
+                         [[f"`{arch}`", norm, kind, ",".join(map(str, sorted(seeds[arch, norm, kind]))),
+                           *(_mass_cell(cells[arch, norm, kind][c]) if c in cells[arch, norm, kind] else "-"
+                             for c in columns)] for arch, norm, kind in rows])
+        caption = json.loads((folder / "table.json").read_text(encoding="utf-8"))["caption"]
+        rel = Path(os.path.relpath(folder, page_dir)).as_posix()
+        parts.append(f"**{title}.** Runs: {caption}; [full table]({rel}/table.md). Every run's own file: "
+                     f"`{rel}/NORM/ARCH/seedS/{MASS_FILE.as_posix()}`.\n\n{table}")
+    if not parts:
+        return ("No published run has its analyses yet: the comparison writes them as each run finishes "
+                "(compare.md, \"Per-run analyses\").")
+    return "\n\n".join(parts)
+
+
 def replace_section(readme_text: str, section: str) -> str:
     return replace_block(readme_text, BEGIN, END, section, "README.md")
 
@@ -200,13 +253,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--results", type=Path, default=RESULTS)
     parser.add_argument("--extrapolation-page", type=Path, default=EXTRAPOLATION_PAGE,
                         help="the page with the train-short / test-long block [docs/methods/modern.md]")
+    parser.add_argument("--attention-page", type=Path, default=ATTENTION_PAGE,
+                        help="the page with the trained-attention block [docs/analyses.md]")
     args = parser.parse_args(argv)
     readme, page = args.readme.read_text(encoding="utf-8"), args.extrapolation_page.read_text(encoding="utf-8")
+    attention = args.attention_page.read_text(encoding="utf-8")
     pages = [(args.readme, readme, replace_section(readme, render(args.results, args.readme.resolve().parent))),
              (args.extrapolation_page, page,
               replace_block(page, EXTRAPOLATION_BEGIN, EXTRAPOLATION_END,
                             render_extrapolation(args.results, args.extrapolation_page.resolve().parent),
-                            str(args.extrapolation_page)))]
+                            str(args.extrapolation_page))),
+             (args.attention_page, attention,
+              replace_block(attention, ATTENTION_BEGIN, ATTENTION_END,
+                            render_trained_attention(args.results, args.attention_page.resolve().parent),
+                            str(args.attention_page)))]
     status = 0
     for path, current, wanted in pages:
         if wanted == current:
