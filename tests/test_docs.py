@@ -141,15 +141,20 @@ def test_quickstart_times_are_the_measured_ones():
         assert found == [smoke], f"{name}: --smoke in {found} minutes; the timed one took {smoke}"
 
 
-def test_train_short_test_long_section_matches_its_files():
-    """docs/methods/modern.md's train-short / test-long block is the Europarl split's published files, rendered."""
+@pytest.mark.parametrize("page, begin, end, render", [
+    ("EXTRAPOLATION_PAGE", "EXTRAPOLATION_BEGIN", "EXTRAPOLATION_END", "render_extrapolation"),
+    ("ATTENTION_PAGE", "ATTENTION_BEGIN", "ATTENTION_END", "render_trained_attention")])
+def test_generated_result_blocks_match_their_files(page, begin, end, render):
+    """The blocks compare_readme writes beside the README's results: docs/methods/modern.md's train-short /
+    test-long block (the Europarl split's published files) and docs/analyses.md's trained attention (the published
+    runs' analyses), each as its renderer gives it now."""
     from fairseq_localness.experiments import compare_readme
 
-    page = compare_readme.EXTRAPOLATION_PAGE.read_text(encoding="utf-8")
-    block = re.search(r"<!-- extrapolation-results -->\n(.*?)\n<!-- /extrapolation-results -->", page, re.S)
-    assert block, "docs/methods/modern.md needs the <!-- extrapolation-results --> block"
-    assert block.group(1) == compare_readme.render_extrapolation(), \
-        "docs/methods/modern.md differs from docs/results/compare/: run python -m fairseq_localness.experiments.compare_readme"
+    path, begin, end = (getattr(compare_readme, name) for name in (page, begin, end))
+    block = re.search(re.escape(begin) + r"\n(.*?)\n" + re.escape(end), path.read_text(encoding="utf-8"), re.S)
+    assert block, f"{path} needs the {begin} block"
+    assert block.group(1) == getattr(compare_readme, render)(), \
+        f"{path} differs from docs/results/compare/: run python -m fairseq_localness.experiments.compare_readme"
 
 
 def test_train_short_test_long_section_by_hand(tmp_path):
@@ -172,17 +177,6 @@ def test_train_short_test_long_section_by_hand(tmp_path):
                            "[full table](../results/compare/europarl_len_de_en/table.md)")
     assert buckets.strip() in text
     assert "![tokenized BLEU by source length, one line per architecture](../results/compare/europarl_len_de_en/buckets.png)" in text
-
-
-def test_trained_attention_section_matches_its_files():
-    """docs/analyses.md's trained-attention block is the published runs' analyses, rendered."""
-    from fairseq_localness.experiments import compare_readme
-
-    page = compare_readme.ATTENTION_PAGE.read_text(encoding="utf-8")
-    block = re.search(r"<!-- trained-attention -->\n(.*?)\n<!-- /trained-attention -->", page, re.S)
-    assert block, "docs/analyses.md needs the <!-- trained-attention --> block"
-    assert block.group(1) == compare_readme.render_trained_attention(), \
-        "docs/analyses.md differs from docs/results/compare/: run python -m fairseq_localness.experiments.compare_readme"
 
 
 def test_trained_attention_section_by_hand(tmp_path):
