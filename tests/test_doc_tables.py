@@ -20,7 +20,8 @@ REPO = Path(__file__).resolve().parents[1]
 PAGES = [REPO / "README.md", *sorted(p for p in (REPO / "docs").rglob("*.md") if not published_comparison_output(p))]
 #: generated blocks (the measured tables and the README's comparison), where dates belong: in their captions
 GENERATED = re.compile(r"<!-- table: [^>]+ -->.*?<!-- /table -->|<!-- compare-results -->.*?<!-- /compare-results -->"
-                       r"|<!-- extrapolation-results -->.*?<!-- /extrapolation-results -->", re.S)
+                       r"|<!-- extrapolation-results -->.*?<!-- /extrapolation-results -->"
+                       r"|<!-- trained-attention -->.*?<!-- /trained-attention -->", re.S)
 
 
 def test_every_table_is_its_result_files():
