@@ -110,7 +110,7 @@ def ngram_gap(systems: Dict[str, Files], baseline: Files, reference: str, max_or
                   caption=f"Yang et al. (2018) Figure 4 / Yang et al. (2019) Figure 3: gap in n-gram precision p_n "
                           f"(sacreBLEU counts, tokenize={tokenize}{', lowercased' if lowercase else ''}, points) "
                           f"over the baseline (baseline BLEU with n-grams up to {max_order}: {base_bleu:.2f}).{pooled}")
-    fig, axes = figure(1, 1, width=3.4, height=2.4)
+    fig, axes = figure(1, 1, width=5.6, height=2.4)  # room for the legend beside the axes
     ax = axes[0][0]
     for colour, (name, (lines, repeated_refs)) in zip(SYSTEM_COLOURS, hyps.items()):
         precisions, _ = ngram_scores(lines, repeated_refs, max_order, tokenize, lowercase)
@@ -122,7 +122,7 @@ def ngram_gap(systems: Dict[str, Files], baseline: Files, reference: str, max_or
     ax.set_xticks(range(1, max_order + 1))
     ax.set_xlabel("n-gram")
     ax.set_ylabel("gap of BLEU ($p_n$, points)")
-    ax.legend(frameon=False)
+    ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # beside the axes: never over a line
     return table, fig
 
 

@@ -406,8 +406,9 @@ def ngram_gap_table(runs, also):
         gaps.setdefault(r["system"], {})[r["n"]] = r["gap"]
         baseline[r["n"]] = r["baseline_precision"]
     orders = sorted(baseline)
-    rows = [["`transformer` (p_n)", *(f"{baseline[n]:.2f}" for n in orders)]]
-    rows += [[f"`transformer_{system}` (gap)", *(f"{gap[n]:+.2f}" for n in orders)] for system, gap in gaps.items()]
+    (run,) = runs
+    rows = [[f"`{run['baseline']}` (p_n)", *(f"{baseline[n]:.2f}" for n in orders)]]
+    rows += [[f"`{system}` (gap)", *(f"{gap[n]:+.2f}" for n in orders)] for system, gap in gaps.items()]
     return markdown(("system", *(f"n = {n}" for n in orders)), rows)
 
 
