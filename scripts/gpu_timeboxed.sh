@@ -21,7 +21,7 @@ python="${PYTHON:-python3}"
 out="${OUT:-$repo/runs/gpu-timeboxed}"
 phase_a_s="${PHASE_A_S:-200}"
 # on an H200 one model took 11-16 s through SDPA and 37-68 s through Flex (its compile included), so a group of
-# seven needs about 200 s; the defaults keep the whole pass within a 600 s device call
+# seven needs about 200 s; the defaults keep the whole pass within 600 s
 phase_b_s="${PHASE_B_S:-170}"
 # kept after the run, checkpoints included: a later command on the same machine can still read it
 work="$(mktemp -d /tmp/gpu-timeboxed.XXXXXX)"
@@ -82,7 +82,7 @@ pairs() {  # transformer, then every ARCH through flex and through sdpa
 train_1024=(--seq-lens 1024 --steps 10 --warmup 2 --no-decode)  # training at 1,024 tokens, 10 timed steps
 # decoding: beam 4, 64 tokens per sentence; --locality-attention-backend flex decodes through Flex, sdpa does not
 decode_64=(--seq-lens 64 --steps 1 --warmup 1 --beam 4 --max-len 64)
-# BACKEND_GROUPS picks the groups, in order (each gets PHASE_B_S); the default fits one 600 s call after phase A
+# BACKEND_GROUPS picks the groups, in order (each gets PHASE_B_S); the default fits in 600 s with phase A
 for group in ${BACKEND_GROUPS:-core biases}; do
     case $group in
         # DMAN first: a group's time limit stops its last models, and DMAN's flex/sdpa pair is the open question
