@@ -102,9 +102,12 @@ def ngram_gap(systems: Dict[str, Files], baseline: Files, reference: str, max_or
     refs = read_translations(reference, "T")
     _same_length({}, refs, reference)
     hyps = {name: _pooled(paths, refs, reference, name) for name, paths in systems.items()}
-    base_p, base_bleu = ngram_scores(*_pooled(baseline, refs, reference, "--baseline"), max_order, tokenize, lowercase)
-    files = {name: 1 if isinstance(paths, str) else len(paths) for name, paths in [*systems.items(), ("", baseline)]}
-    pooled = (" Seed-pooled: " + ", ".join(f"{name or 'baseline'} {count} files" for name, count in files.items())
+    base = _pooled(baseline, refs, reference, "--baseline")
+    base_p, base_bleu = ngram_scores(*base, max_order, tokenize, lowercase)
+    # the files of each system: its references are repeated once per file
+    files = {**{name: len(repeated) // len(refs) for name, (_, repeated) in hyps.items()},
+             "baseline": len(base[1]) // len(refs)}
+    pooled = (" Seed-pooled: " + ", ".join(f"{name} {count} files" for name, count in files.items())
               + "." if max(files.values()) > 1 else "")
     table = Table(["system", "n", "precision", "baseline_precision", "gap"],
                   caption=f"Yang et al. (2018) Figure 4 / Yang et al. (2019) Figure 3: gap in n-gram precision p_n "

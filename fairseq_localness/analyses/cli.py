@@ -56,16 +56,26 @@ def _ints(text: str) -> List[int]:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
 
 
-def _labelled_files(values: Sequence[str], flag: str) -> Dict[str, str]:
-    named: Dict[str, str] = {}
+def _pooled_files(values: Sequence[str], flag: str) -> Dict[str, List[str]]:
+    """NAME=FILE values, the files of a repeated NAME kept together (its seeds)."""
+    named: Dict[str, List[str]] = {}
     for value in values:
         label, path = parse_labelled(value)
         if label is None:
             raise AnalysisError(f"{flag} {value}: give NAME=FILE")
-        if label in named:
-            raise AnalysisError(f"{flag} {value}: {label} is already {named[label]}; give each system its own NAME")
-        named[label] = path
+        if path in named.get(label, []):
+            raise AnalysisError(f"{flag} {value}: {path} is given twice for {label}")
+        named.setdefault(label, []).append(path)
     return named
+
+
+def _labelled_files(values: Sequence[str], flag: str) -> Dict[str, str]:
+    """NAME=FILE values, one file per NAME."""
+    named = _pooled_files(values, flag)
+    for label, paths in named.items():
+        if len(paths) > 1:
+            raise AnalysisError(f"{flag} {label}={paths[1]}: {label} is already {paths[0]}; give each system its own NAME")
+    return {label: paths[0] for label, paths in named.items()}
 
 
 def _models(args: argparse.Namespace, data_needed: bool = True) -> List[LoadedModel]:
@@ -231,19 +241,6 @@ def _args_ngram(parser):
                         help="sacreBLEU tokenizer (13a, zh, intl, none for tokenised text, ...)")
     parser.add_argument("--lowercase", action="store_true",
                         help="compare lowercased (for systems trained on lowercased text, scored against cased references)")
-
-
-def _pooled_files(values: Sequence[str], flag: str) -> Dict[str, List[str]]:
-    """NAME=FILE values, the files of a repeated NAME kept together (its seeds)."""
-    named: Dict[str, List[str]] = {}
-    for value in values:
-        label, path = parse_labelled(value)
-        if label is None:
-            raise AnalysisError(f"{flag} {value}: give NAME=FILE")
-        if path in named.get(label, []):
-            raise AnalysisError(f"{flag} {value}: {path} is given twice for {label}")
-        named.setdefault(label, []).append(path)
-    return named
 
 
 def _run_ngram(args, out: Outputs):

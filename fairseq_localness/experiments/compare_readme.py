@@ -21,7 +21,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from ..paths import REPO
 from . import run_analyses
@@ -213,8 +213,9 @@ def render_trained_attention(results: Path = RESULTS, page_dir: Path = ATTENTION
         files = sorted(folder.glob(f"*/*/seed*/{MASS_FILE.as_posix()}"))
         if not files or not (folder / "table.json").is_file():
             continue
+        table_json = json.loads((folder / "table.json").read_text(encoding="utf-8"))
         cells: Dict[Tuple[str, str, str], Dict[Tuple[int, int], List[float]]] = {}
-        seeds: Dict[Tuple[str, str, str], List[int]] = {}
+        seeds: Dict[Tuple[str, str, str], Set[int]] = {}
         for path in files:
             run_dir = path.parent.parent
             norm, arch, seed = run_dir.parent.parent.name, run_dir.parent.name, int(run_dir.name[len("seed"):])
@@ -223,18 +224,16 @@ def render_trained_attention(results: Path = RESULTS, page_dir: Path = ATTENTION
                     key = (arch, norm, record["kind"])
                     cells.setdefault(key, {}).setdefault((int(record["layer"]), int(record["w"])), []).append(
                         float(record["attn_s_percent"]))
-                    if seed not in seeds.setdefault(key, []):
-                        seeds[key].append(seed)
+                    seeds.setdefault(key, set()).add(seed)
         columns = sorted({column for by_column in cells.values() for column in by_column})
-        order = [row["arch"] for row in json.loads((folder / "table.json").read_text(encoding="utf-8"))["rows"]]
+        order = [row["arch"] for row in table_json["rows"]]
         rows = sorted(cells, key=lambda k: (k[1], order.index(k[0]) if k[0] in order else len(order), k))
         table = markdown(("architecture", "norm", "attention", "seeds", *(f"layer {l}, w = {w}" for l, w in columns)),
                          [[f"`{arch}`", norm, kind, ",".join(map(str, sorted(seeds[arch, norm, kind]))),
                            *(_mass_cell(cells[arch, norm, kind][c]) if c in cells[arch, norm, kind] else "-"
                              for c in columns)] for arch, norm, kind in rows])
-        caption = json.loads((folder / "table.json").read_text(encoding="utf-8"))["caption"]
         rel = Path(os.path.relpath(folder, page_dir)).as_posix()
-        parts.append(f"**{title}.** Runs: {caption}; [full table]({rel}/table.md). Every run's own file: "
+        parts.append(f"**{title}.** Runs: {table_json['caption']}; [full table]({rel}/table.md). Every run's own file: "
                      f"`{rel}/NORM/ARCH/seedS/{MASS_FILE.as_posix()}`.\n\n{table}")
     if not parts:
         return ("No published run has its analyses yet: the comparison writes them as each run finishes "
