@@ -839,6 +839,49 @@ def test_guard_reads_a_run_that_never_reached_a_checkpoint(tmp_path, tiny_data_b
         Launch("sample_zh_en_tiny", "transformer", data=str(tiny_data_bin), save_dir=str(save_dir)).validate()
 
 
+def test_a_checkpoint_cut_short_by_an_interrupted_copy(tiny_grid, tiny_data_bin, tmp_path):
+    """fairseq saves checkpoint_best.pt atomically, then copies it to checkpoint_last.pt: a training killed during
+    the copy leaves half a checkpoint_last.pt. train.sh refuses it, naming the intact checkpoint and the commands
+    that resume from it; the comparison command restores it itself and keeps the cut file."""
+    import os
+    import shutil
+
+    from fairseq_localness.experiments.rundir import restore_cut_short_checkpoint
+
+    root, _, _ = tiny_grid
+    save_dir = tmp_path / "checkpoints"
+    save_dir.mkdir()
+    best = save_dir / "checkpoint_best.pt"
+    shutil.copyfile(root / "work" / "tiny" / "pre" / "transformer" / "seed1" / "checkpoints" / "checkpoint_best.pt", best)
+    whole = best.read_bytes()
+    last = save_dir / "checkpoint_last.pt"
+    last.write_bytes(whole[: len(whole) // 2])
+    os.utime(best, (best.stat().st_mtime - 5, best.stat().st_mtime - 5))  # saved before the copy began
+
+    def launch(**kwargs):
+        return Launch("sample_zh_en_tiny", "transformer", data=str(tiny_data_bin), save_dir=str(save_dir), **kwargs)
+
+    before = tree_digest(save_dir)
+    with pytest.raises(LaunchError) as refused:
+        launch().validate()
+    assert f"{last} is cut short" in str(refused.value) and "checkpoint_best.pt (6 updates) to it" in str(refused.value)
+    assert f"mv {last} {last}.cut-short && cp {best} {last}" in str(refused.value)
+    assert tree_digest(save_dir) == before  # the guard writes nothing
+    launch(accept_cut_short=True).validate()
+    assert tree_digest(save_dir) == before
+    assert restore_cut_short_checkpoint(save_dir) == ("checkpoint_last.pt was cut short by an interrupted copy (kept as "
+                                                      "checkpoint_last.pt.cut-short); restored from checkpoint_best.pt "
+                                                      "(6 updates)")
+    assert last.read_bytes() == whole and (save_dir / "checkpoint_last.pt.cut-short").read_bytes() == whole[: len(whole) // 2]
+    assert restore_cut_short_checkpoint(save_dir) is None  # whole again: nothing to restore
+    launch().validate()
+    # an unreadable checkpoint_last.pt newer than every intact checkpoint and no copy of one (larger than them all):
+    # not an interrupted copy, refused as before
+    last.write_bytes(b"x" * (len(whole) + 1))
+    with pytest.raises(LaunchError, match="cannot be read as a fairseq checkpoint"):
+        launch(accept_cut_short=True).validate()
+    assert last.read_bytes() == b"x" * (len(whole) + 1)
+
 
 def test_reading_a_run_dir_keeps_the_checkpoint_allow_list(tiny_grid):
     """The guard reads checkpoints in the trainer's own process: afterwards every checkpoint still loads with

@@ -52,7 +52,7 @@ from .launch import (LaunchError, Launch, arch_configs, benchmark_values, benchm
                      precision_overrides, tokens_per_update)
 from .plans import RowPlan
 from .processes import allocator_line, cpu_training_env, stream
-from .rundir import read_config_record
+from .rundir import read_config_record, restore_cut_short_checkpoint
 from .runlog import VALID_LINE, placement, resume_deviations, stats, validation_points
 from .tables import Row
 
@@ -203,7 +203,8 @@ def launch_of(grid: Grid, spec: RunSpec) -> Launch:
                   max_tokens=per_gpu_tokens(grid, recipe_dir),
                   overrides=[f"common.seed={spec.seed}", *norm_overrides(spec.arch, spec.norm),
                              *(["common.fp16=true"] if grid.fp16 else []), *precision_overrides(grid.train_overrides)],
-                  recipe_dir=recipe_dir)
+                  recipe_dir=recipe_dir,
+                  accept_cut_short=True)  # run_one restores a checkpoint_last.pt cut short by a killed grid
 
 
 def per_gpu_tokens(grid: Grid, recipe_dir: Optional[Path]) -> Optional[int]:
@@ -350,6 +351,9 @@ def run_one(grid: Grid, spec: RunSpec, index: int, progress: Progress) -> Option
             commands = launch.commands(launch.plan())
         except LaunchError as err:
             return str(err)
+        restored = restore_cut_short_checkpoint(run_dir / "checkpoints")
+        if restored:
+            progress.say(f"{tag}: {restored}")
         resumed = (run_dir / "checkpoints" / "checkpoint_last.pt").exists()
         whole = not resumed and not launch.already_trained
         progress.say(f"{tag}: " + ("its checkpoint is at the recipe's max_update: trained" if launch.already_trained

@@ -330,13 +330,17 @@ class Launch:
         from .rundir import RunDirError, check_run_dir, finished
 
         try:
-            state = check_run_dir(Path(self.save_path), self.arch, self.requested_max_update())
+            state = check_run_dir(Path(self.save_path), self.arch, self.requested_max_update(),
+                                  accept_cut_short=self.accept_cut_short)
         except RunDirError as err:
             raise LaunchError(str(err)) from None
         self.already_trained = finished(state, self.requested_max_update())
 
     #: set by :meth:`validate`: the save directory holds this training, finished (fairseq is not started again)
     already_trained: bool = False
+    #: a checkpoint_last.pt cut short by an interrupted copy passes the guard: the caller restores it before
+    #: training (:func:`.rundir.restore_cut_short_checkpoint`, the comparison command)
+    accept_cut_short: bool = False
 
     def train_sh_args(self) -> List[str]:
         """``scripts/train.sh``'s arguments that start this launch: what a user runs by hand, what a table prints

@@ -8,14 +8,22 @@ run directory without asking:
 * the directory holds a training **further along** than the one requested (``max_update`` below the
   checkpoint's updates): fairseq stops at once and the run is reported at the checkpoint's updates.
 
-:func:`check_run_dir` refuses both, naming what is there and how to start fresh. ``scripts/train.sh``
-(and so ``reproduce.sh`` and ``quickstart.sh``, which train through it) and the comparison command call it
-through :meth:`.launch.Launch.validate`.
+:func:`check_run_dir` refuses both, naming what is there and how to start fresh.
+
+A third case is fairseq's own: it saves the first of a save's checkpoints atomically (``NAME.tmp``, then a
+rename) and *copies* it to the others, ``checkpoint_last.pt`` last. A training killed during that copy leaves a
+``checkpoint_last.pt`` cut short, which fairseq cannot resume from, beside the intact checkpoint it was copied
+from. The guard names that checkpoint and the two commands that resume from it; the comparison command, which
+owns its run directories, does the same itself (:func:`restore_cut_short_checkpoint`), keeping the cut file.
+
+``scripts/train.sh`` (and so ``reproduce.sh`` and ``quickstart.sh``, which train through it) and the
+comparison command call the guard through :meth:`.launch.Launch.validate`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import shutil
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Optional
 
@@ -31,6 +39,9 @@ class RunState:
     arch: Optional[str]
     num_updates: int
     source: Path  # the file the architecture was read from
+    #: a checkpoint_last.pt cut short by an interrupted copy of ``source`` (the intact checkpoint fairseq saved
+    #: first and was copying); None where checkpoint_last.pt is whole
+    cut_short: Optional[Path] = None
 
 
 CONFIG_RECORD = Path(".hydra") / "config.yaml"
@@ -45,7 +56,13 @@ def read_run_state(save_dir: Path) -> Optional[RunState]:
     save_dir = Path(save_dir)
     last = save_dir / "checkpoint_last.pt"
     if last.is_file():
-        return _checkpoint_state(last)
+        try:
+            return _checkpoint_state(last)
+        except RunDirError:
+            source = _copy_source(last)
+            if source is None:
+                raise
+            return replace(source, cut_short=last)
     config = read_config_record(save_dir)
     if config is not None:
         return RunState((config.get("model") or {}).get("_name"), 0, save_dir / CONFIG_RECORD)
@@ -89,18 +106,64 @@ def _checkpoint_state(path: Path) -> RunState:
     return RunState(arch, updates, path)
 
 
+def _copy_source(last: Path) -> Optional[RunState]:
+    """The intact checkpoint an unreadable ``last`` is an interrupted copy of, or None.
+
+    fairseq copies the checkpoint it saved first, so the source is the readable checkpoint of the directory with
+    the most updates, saved no later than ``last`` was written and larger than what the copy wrote of it."""
+    best: Optional[RunState] = None
+    for path in sorted(last.parent.glob("checkpoint*.pt")):
+        if path == last or path.stat().st_size <= last.stat().st_size or path.stat().st_mtime > last.stat().st_mtime:
+            continue
+        try:
+            state = _checkpoint_state(path)
+        except RunDirError:
+            continue
+        if best is None or state.num_updates > best.num_updates:
+            best = state
+    return best
+
+
+def restore_cut_short_checkpoint(save_dir: Path) -> Optional[str]:
+    """Where ``save_dir``'s checkpoint_last.pt is an interrupted copy, keep it as ``checkpoint_last.pt.cut-short``
+    and put a whole copy of its intact source in its place (written to a temporary name, then renamed, so that
+    this copy cannot be cut short in turn). Returns what was done, or None where there was nothing to restore."""
+    state = read_run_state(Path(save_dir))
+    if state is None or state.cut_short is None:
+        return None
+    kept = state.cut_short.with_name(state.cut_short.name + ".cut-short")
+    number = 1
+    while kept.exists():  # an earlier interruption's file stays too
+        number += 1
+        kept = state.cut_short.with_name(f"{state.cut_short.name}.cut-short.{number}")
+    state.cut_short.rename(kept)
+    partial = state.cut_short.with_name(state.cut_short.name + ".restoring")
+    shutil.copyfile(state.source, partial)
+    partial.replace(state.cut_short)
+    return (f"{state.cut_short.name} was cut short by an interrupted copy (kept as {kept.name}); "
+            f"restored from {state.source.name} ({state.num_updates} updates)")
+
+
 def check_run_dir(save_dir: Path, arch: str, max_update: Optional[int],
-                  fresh_hint: str = "--save-dir") -> Optional[RunState]:
+                  fresh_hint: str = "--save-dir", accept_cut_short: bool = False) -> Optional[RunState]:
     """Refuse (:class:`RunDirError`) a run directory that holds another architecture's run, or a run
     further along than ``max_update`` (0 or None: no update limit). An empty or missing directory, or a
     run of ``arch`` that this training continues, passes; the state found is returned (None: no run).
     A run already at ``max_update`` passes too, and :func:`finished` tells the caller not to start fairseq:
-    resumed, fairseq would take one more update before it checks the limit, and rewrite the checkpoints."""
+    resumed, fairseq would take one more update before it checks the limit, and rewrite the checkpoints.
+    A checkpoint_last.pt cut short by an interrupted copy is refused with the commands that restore it, unless
+    ``accept_cut_short`` (a caller that runs :func:`restore_cut_short_checkpoint` before it trains)."""
     state = read_run_state(Path(save_dir))
     if state is None:
         return None
     fresh = (f"choose another {fresh_hint}, or move {save_dir} away to start fresh; "
              "nothing in it was changed")
+    if state.cut_short is not None and not accept_cut_short:
+        last = state.cut_short
+        raise RunDirError(
+            f"{last} is cut short: the training was stopped while fairseq copied {state.source.name} "
+            f"({state.num_updates} updates) to it, and fairseq cannot resume from it. {state.source.name} is intact; "
+            f"to resume from it: mv {last} {last}.cut-short && cp {state.source} {last}. Or {fresh}")
     if state.arch is not None and state.arch != arch:
         what = f"{state.num_updates} updates" if state.source.suffix == ".pt" else "no checkpoint yet"
         raise RunDirError(f"{save_dir} holds a run of architecture {state.arch} ({state.source.name}, {what}), "
