@@ -258,3 +258,54 @@ def test_interleaved_quick_run_and_profile(tmp_path, capsys):
     printed = capsys.readouterr()
     assert "| transformer_gaussian_local | 16 |" in printed.out and "clock: process CPU time" in printed.out
     assert "== transformer_gaussian_local: decode ==" in printed.err
+
+
+# --------------------------------------------------------------------------- one attention layer (benchmark.layer)
+
+TINY_LAYER_MODEL = {"encoder_embed_dim": "16", "encoder_attention_heads": "4", "encoder_ffn_embed_dim": "32",
+                    "decoder_embed_dim": "16", "decoder_attention_heads": "4", "decoder_ffn_embed_dim": "32"}
+
+
+def test_layer_memory_is_what_autograd_keeps_for_backward():
+    """The fused full layer keeps O(T) per sentence; the materialised one (attention dropout) keeps the
+    (B, H, T, T) probabilities and their dropout mask on top; the banded 1D-CSAN keeps about the same at every
+    length of a fixed token budget, and the dense 2D area grows with T. The parameters and the input are not counted."""
+    from fairseq_localness.benchmark import layer as bench_layer
+
+    variants = {v.name: v for v in bench_layer.CSAN_VARIANTS}
+    kept = {}
+    for length in (64, 128):  # whole blocks of the banded layout (32 queries) at both lengths
+        for name in ("sdpa", "materialised", "1d_banded", "2d_dense"):
+            module, width = bench_layer.build_layer(variants[name], TINY_LAYER_MODEL)
+            x = bench_layer._batch(length, 512, width)
+            kept[name, length] = bench_layer.saved_mib(module, x) * 2 ** 20
+    probabilities = (512 // 128) * 4 * 128 * 128 * 4  # one float32 (B, H, T, T) tensor at T = 128
+    assert kept["materialised", 128] - kept["sdpa", 128] >= probabilities
+    assert kept["sdpa", 64] == kept["sdpa", 128]  # 512 tokens either way, nothing of size T x T
+    # the band gathers T + M - 1 keys per sentence: all but the M - 1 edge keys scale with the tokens, not with T
+    assert abs(kept["1d_banded", 64] - kept["1d_banded", 128]) < 0.02 * kept["1d_banded", 128]
+    assert kept["2d_dense", 128] > 1.5 * kept["2d_dense", 64]
+
+
+def test_layer_benchmark_writes_its_run_and_refuses_bad_input(tmp_path, capsys):
+    from fairseq_localness.benchmark import layer as bench_layer
+
+    out = tmp_path / "layer.json"
+    argv = ["--lengths", "8", "--tokens", "16", "--steps", "1", "--model", json.dumps(TINY_LAYER_MODEL), "--run-json", str(out)]
+    # as users run it (python -m: each case in a fresh process of the same module)
+    proc = subprocess.run([sys.executable, "-m", "fairseq_localness.benchmark.layer", *argv], capture_output=True, text=True,
+                          cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run = json.loads(out.read_text())
+    assert "python -m fairseq_localness.benchmark.layer --lengths 8 --tokens 16" in run["command"]
+    assert [v["name"] for v in run["variants"]] == ["sdpa", "materialised", "1d_dense", "1d_banded", "2d_dense", "2d_banded"]
+    (record,) = run["records"]
+    assert record["length"] == 8 and set(record["milliseconds"]) == set(record["mib"]) == {v["name"] for v in run["variants"]}
+    assert all(value > 0 for value in record["milliseconds"].values())
+    for bad, message in ((argv, f"--run-json {out} exists; pass --overwrite"),
+                         (["--lengths", "8,x"], "--lengths must be comma-separated integers"),
+                         (["--lengths", "64", "--tokens", "32"], "--tokens 32 is less than the longest --lengths 64"),
+                         (["--model", "[1]"], "--model must be a JSON object")):
+        with pytest.raises(SystemExit):
+            bench_layer.main(bad)
+        assert message in capsys.readouterr().err

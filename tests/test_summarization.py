@@ -8,18 +8,22 @@ with the scores ROUGE-1.5.5.pl gave on the same lines (PERL_ROUGE_SCORES).
 
 from __future__ import annotations
 
+import json
 import random
 import re
+import shlex
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from fairseq import options
 
+from fairseq_localness.experiments import doc_tables
 from fairseq_localness.modelbuild import build_translation_model, count_parameters, parse_model_args, synthetic_dictionary
 from localness_prep import summarization as prep
 from localness_prep.checks import CheckError
-from fairseq_localness.summarization import lead3, perl_rouge, rouge, score, settings
+from fairseq_localness.summarization import lead3, perl_rouge, rouge, score, scorer_comparison, settings
 from fairseq_localness.summarization.porter import stem
 from localness_testing import BIN, REPO, USER_DIR, run
 
@@ -227,6 +231,86 @@ def test_pure_python_equals_rouge155_pl():
         ours = rouge.corpus_rouge(references, summaries, stemming=stemming).scores
         perl = perl_rouge.perl_corpus_rouge(references, summaries, stemming=stemming).scores
         assert ours == perl and perl == PERL_ROUGE_SCORES[stemming]
+
+
+# ---------------------------------------------------------------- the scorers compared (docs: "Measured difference")
+
+SENTENCES = ["The Cat sat.", "A dog, barked!", "Birds sing here.", "Rain fell on the town.", "Then it stopped.",
+             "Nobody saw it.", "The end came."]
+
+
+def test_scorer_comparison_documents_by_hand():
+    references, candidates = scorer_comparison.make_documents(SENTENCES[:4], documents=1)
+    # the reference: lines 0-2, lower-cased, every punctuation mark its own token
+    assert references == ["the cat sat . a dog , barked ! birds sing here ."]
+    # the candidate: lines 1-3 (15 tokens), 15 // 4 = 3 dropped at random.Random(1).sample(range(15), 3) = {12, 2, 9}:
+    # "," (2), "rain" (9) and "the" (12)
+    assert sorted(random.Random(1).sample(range(15), 3)) == [2, 9, 12]
+    assert candidates == ["a dog barked ! birds sing here . fell on town ."]
+    assert scorer_comparison.punctuation_split("28-Year-Old chef's") == ["28", "-", "year", "-", "old", "chef", "'", "s"]
+    # document 2 follows without a gap (lines 3-5; candidate 4-6), and the whole is deterministic
+    references, candidates = scorer_comparison.make_documents(SENTENCES, documents=2)
+    assert references[1] == "rain fell on the town . then it stopped . nobody saw it ."
+    assert len(candidates[1].split()) == 12 - 12 // 4  # lines 4-6: 12 tokens, 3 dropped
+    assert (references, candidates) == scorer_comparison.make_documents(SENTENCES, documents=2)
+    with pytest.raises(scorer_comparison.ComparisonError, match="--source has 7 lines; 3 documents need 10"):
+        scorer_comparison.make_documents(SENTENCES, documents=3)
+
+
+def test_scorer_comparison_writes_a_result_file_with_missing_scorers_as_such(tmp_path, monkeypatch, capsys):
+    """The command on a 7-line --source: our two averages always, ROUGE-1.5.5.pl and rouge-score as a row with the
+    reason where they cannot run (Perl is made unavailable here, so that the test needs no Perl and stays fast)."""
+    source, out = tmp_path / "news.en", tmp_path / "scorers.json"
+    source.write_text("\n".join(SENTENCES) + "\n")
+    monkeypatch.setenv("ROUGE_HOME", str(tmp_path))  # no ROUGE-1.5.5.pl there
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)  # the recorded command would name it
+    argv = ["--source", str(source), "--documents", "2", "--json", str(out)]
+    assert scorer_comparison.main(argv) == 0
+    result = json.loads(out.read_text())
+    assert doc_tables.load_run(out) == result  # a docs/results/ file: date, machine, command, source, records
+    assert result["command"] == "python -m fairseq_localness.summarization.scorer_comparison " + shlex.join(argv)
+    assert result["input"]["lines"] == 7 and result["time"].endswith("UTC") and "before" in result["load_average"]
+    rows = {r["id"]: r for r in result["records"]}
+    assert list(rows) == ["perl", "ours-bootstrap", "ours-mean", "rouge-score-rougeL", "rouge-score-rougeLsum"]
+    assert "holds no ROUGE-1.5.5.pl" in rows["perl"]["missing"] and "rouge1" not in rows["perl"]
+    references, candidates = scorer_comparison.make_documents(SENTENCES, documents=2)
+    for key, average in (("ours-bootstrap", "bootstrap"), ("ours-mean", "mean")):
+        scores = rouge.corpus_rouge(references, candidates, average=average).scores
+        assert [rows[key][k] for k in ("rouge1", "rouge2", "rougeL")] == [scores[m]["f"] for m in rouge.METRICS]
+    assert rows["ours-bootstrap"]["seconds"] >= 0 and "seconds" not in rows["ours-mean"]
+    try:
+        import rouge_score  # noqa: F401
+        assert all(0 < rows[k]["rougeL"] <= 1 for k in ("rouge-score-rougeL", "rouge-score-rougeLsum"))
+    except ImportError:
+        assert all("pip install rouge-score" in rows[k]["missing"] for k in ("rouge-score-rougeL", "rouge-score-rougeLsum"))
+    table = doc_tables.rouge_scorers_table([result], [])
+    assert "| ROUGE-1.5.5.pl (files2rouge's arguments) | not run: " in table
+    # without rouge-score: its rows say so, never a number
+    monkeypatch.setitem(sys.modules, "rouge_score", None)
+    missing = scorer_comparison.rouge_score_records(references, candidates)
+    assert [sorted(r) for r in missing] == [["id", "missing", "scorer"]] * 2
+    assert "pip install rouge-score" in missing[0]["missing"]
+    # an existing --json is refused without --overwrite; a missing --source is named
+    capsys.readouterr()
+    for bad, says in ((argv, "pass --overwrite"), (["--source", str(tmp_path / "none.en")], "--source")):
+        with pytest.raises(SystemExit) as exit:
+            scorer_comparison.main(bad)
+        assert exit.value.code == 2 and says in capsys.readouterr().err
+    assert json.loads(out.read_text()) == result
+
+
+def test_docs_scorer_differences_are_the_result_file():
+    """The sentences under the generated table state the file's differences to ROUGE-1.5.5.pl."""
+    result = json.loads((REPO / "docs" / "results" / "summarization" / "rouge-scorers.json").read_text())
+    rows = {r["id"]: r for r in result["records"]}
+    perl, keys = rows["perl"], ("rouge1", "rouge2", "rougeL")
+    assert all(rows["ours-bootstrap"][k] == perl[k] for k in keys)  # "to all five printed decimals"
+    mean = max(abs(rows["ours-mean"][k] - perl[k]) for k in keys)
+    lsum = max(abs(rows["rouge-score-rougeLsum"][k] - perl[k]) for k in keys)
+    gap = 100 * (perl["rougeL"] - rows["rouge-score-rougeL"]["rougeL"])
+    text = " ".join(DOCS.read_text().split())
+    assert (f"the plain mean differs by at most {mean:.5f} in F1 ({100 * mean:.3f} points); rouge-score by at most "
+            f"{lsum:.5f} with `rougeLsum`, and by {gap:.1f} points on its sentence-level `rougeL`") in text
 
 
 # ---------------------------------------------------------------- LEAD-3

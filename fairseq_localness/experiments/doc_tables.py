@@ -317,18 +317,29 @@ def baselines_table(runs, also):
 # ---------------------------------------------------------------------------------------------------- CSAN layers
 
 
+#: the whole-model benchmark's models (its ``--archs`` labels), in the table's column order
+CSAN_MODELS = (("transformer_csan1d", "1D-CSAN"), ("transformer_csan2d", "2D-CSAN"),
+               ("transformer_csan1d@csan1d_implementation=dense", "1D forced dense"),
+               ("transformer_csan2d@csan2d_implementation=dense", "2D forced dense"))
+
+
 def csan_model_table(runs, also):
+    """The benchmark's interleaved rounds: the baseline's CPU seconds per training step, then each model's
+    median throughput ratio to it with the interquartile range of the rounds."""
     def speed(arch):
         return published_speed(paper_rows("yang2019", "1"), arch)
 
-    def ratio(value):
-        return "" if value is None else f"{value:.3f}"
+    def ratio(summary):
+        return f"{summary['median']:.3f} [{summary['q1']:.3f}-{summary['q3']:.3f}]"
 
-    rows = [[r["length"], r["transformer_tokens_per_s"], ratio(r["csan1d"]), ratio(r["csan2d"]),
-             ratio(r.get("csan1d_dense")), ratio(r.get("csan2d_dense"))] for r in records(runs)]
+    rows = []
+    for length in sorted({r["seq_len"] for r in records(runs)}):
+        baseline = find(runs, arch="transformer", seq_len=length)
+        rows.append([length, f"{baseline['train_seconds_median']:.2f}",
+                     *(ratio(find(runs, arch=arch, seq_len=length)["train_ratio"]) for arch, _ in CSAN_MODELS)])
     rows.append(["paper (WMT14 En-De, base)", "", f"{speed('transformer_csan1d_wmt_en_de'):.2f}",
                  f"{speed('transformer_csan2d_wmt_en_de'):.2f}", "", ""])
-    return markdown(("length", "transformer tok/s", "1D-CSAN", "2D-CSAN", "1D forced dense", "2D forced dense"), rows)
+    return markdown(("length", "transformer: CPU s per step", *(label for _, label in CSAN_MODELS)), rows)
 
 
 def published_speed(rows: List, arch: str) -> float:
@@ -338,25 +349,24 @@ def published_speed(rows: List, arch: str) -> float:
     return published_speed_ratio(next(r for r in rows if r.arch == arch), by_id)
 
 
-LAYER_COLUMNS = ("full, fused SDPA (dropout 0)", "full, materialised (dropout 0.1)")
-
-
 def csan_layer_time_table(runs, also):
-    """CPU milliseconds per case; the faster of dense and banded in bold, for 1D and for 2D."""
+    """CPU milliseconds per case (python -m fairseq_localness.benchmark.layer); the faster of dense and banded in
+    bold, for 1D and for 2D."""
+    (run,) = runs
+    names = [v["name"] for v in run["variants"]]
     rows = []
-    for r in records(runs):
-        cells = [f"{r['sdpa']:,}", f"{r['materialised']:,}"]
-        for dims in ("1d", "2d"):
-            dense, banded = r[f"{dims}_dense"], r[f"{dims}_banded"]
-            cells += [f"**{v:,}**" if v == min(dense, banded) else f"{v:,}" for v in (dense, banded)]
-        rows.append([r["length"], *cells])
-    return markdown(("length", *LAYER_COLUMNS, "1D dense", "1D banded", "2D dense", "2D banded"), rows)
+    for r in run["records"]:
+        times = r["milliseconds"]
+        faster = {min((f"{dims}_dense", f"{dims}_banded"), key=times.get) for dims in ("1d", "2d")}
+        rows.append([r["length"], *(f"**{times[n]:,.0f}**" if n in faster else f"{times[n]:,.0f}" for n in names)])
+    return markdown(("length", *(v["label"] for v in run["variants"])), rows)
 
 
 def csan_layer_memory_table(runs, also):
-    rows = [[r["length"], *(f"{r[k]:.1f}" for k in ("sdpa", "materialised", "1d_dense", "1d_banded", "2d_dense", "2d_banded"))]
-            for r in records(runs)]
-    return markdown(("length", *LAYER_COLUMNS, "1D dense (band mask, SDPA)", "1D banded", "2D dense", "2D banded"), rows)
+    """MiB autograd keeps for backward per case (python -m fairseq_localness.benchmark.layer)."""
+    (run,) = runs
+    rows = [[r["length"], *(f"{r['mib'][v['name']]:.1f}" for v in run["variants"])] for r in run["records"]]
+    return markdown(("length", *(v["label"] for v in run["variants"])), rows)
 
 
 # ---------------------------------------------------------------------------------------------------- tasks, probing
@@ -413,7 +423,10 @@ def ngram_gap_table(runs, also):
 
 
 def rouge_scorers_table(runs, also):
-    rows = [[r["scorer"], *(f"{r[k]:.5f}" for k in ("rouge1", "rouge2", "rougeL")),
+    """``python -m fairseq_localness.summarization.scorer_comparison --json``'s records: F1 and wall time, or, for a
+    scorer that could not run where it was measured, why (its reason in place of the scores)."""
+    rows = [[r["scorer"], "not run: " + r["missing"].replace("|", "\\|"), "", "", ""] if r.get("missing") else
+            [r["scorer"], *(f"{r[k]:.5f}" for k in ("rouge1", "rouge2", "rougeL")),
              f"{r['seconds']} s" if r.get("seconds") is not None else ""] for r in records(runs)]
     return markdown(("scorer", "ROUGE-1", "ROUGE-2", "ROUGE-L", "time"), rows)
 
@@ -687,7 +700,6 @@ def parameters_and_speed_table(runs, also):
     group1, group2, csan, diffwin, dman = ([run] for run in also)
     link = {"benchmark": "benchmark.md#every-family-cpu-time", "csan": "methods/yang2019-csan.md#whole-model-base-size",
             "diffwin": "methods/nguyen2020-diffwin.md#speed-and-memory", "dman": "methods/fan2021-man.md#speed-and-memory"}
-    csan_at_64 = find(csan, length=64)
     rows = [
         ("`transformer_gaussian_local`", "[+0.81M](methods/yang2018-gaussian.md#parameter-counts)", "+0.8M (Yang 2018, T4)",
          f"[{_ratio_at(group1, 'transformer_gaussian_local', 'train_ratio', 2)}]({link['benchmark']})",
@@ -695,9 +707,9 @@ def parameters_and_speed_table(runs, also):
         ("`transformer_relpos`", "[+0.05M](methods/yang2018-gaussian.md#parameter-counts)", "+0.1M (Yang 2018, T4)",
          f"[{_ratio_at(group2, 'transformer_relpos', 'train_ratio', 2)}]({link['benchmark']})", ""),
         ("`transformer_csan1d`", "[0](methods/yang2019-csan.md#parameter-counts)", "+0.0M (Yang 2019, T1)",
-         f"[{csan_at_64['csan1d']:.2f}]({link['csan']})", "1.00 (Yang 2019, T1)"),
+         f"[{_ratio_at(csan, 'transformer_csan1d', 'train_ratio', 2, seq_len=64)}]({link['csan']})", "1.00 (Yang 2019, T1)"),
         ("`transformer_csan2d`", "[0](methods/yang2019-csan.md#parameter-counts)", "+0.0M (Yang 2019, T1)",
-         f"[{csan_at_64['csan2d']:.2f}]({link['csan']})", "0.95 (Yang 2019, T1)"),
+         f"[{_ratio_at(csan, 'transformer_csan2d', 'train_ratio', 2, seq_len=64)}]({link['csan']})", "0.95 (Yang 2019, T1)"),
         ("`transformer_hybrid_local`", "[+1,024](methods/xu2019-hybrid.md#parameter-counts)", "+0.0M (Xu 2019, T1)",
          f"[{_ratio_at(group2, 'transformer_hybrid_local', 'train_ratio', 2)}]({link['benchmark']})", ""),
         ("`transformer_diffwin`", "[+12.6M](methods/nguyen2020-diffwin.md#parameter-counts)",
@@ -803,8 +815,8 @@ TABLES: Tuple[DocTable, ...] = (
              subprocess_markdown({"transformer_wmt_en_de": "Transformer base",
                                   "transformer_wmt_en_de@encoder_layers=9,decoder_layers=8": "same number of sub-layers"})),
     DocTable("csan/whole-model", "docs/methods/yang2019-csan.md", ("csan/whole-model.json",), csan_model_table),
-    DocTable("csan/layer-time", "docs/methods/yang2019-csan.md", ("csan/layer-time.json",), csan_layer_time_table),
-    DocTable("csan/layer-memory", "docs/methods/yang2019-csan.md", ("csan/layer-memory.json",), csan_layer_memory_table),
+    DocTable("csan/layer-time", "docs/methods/yang2019-csan.md", ("csan/layer.json",), csan_layer_time_table),
+    DocTable("csan/layer-memory", "docs/methods/yang2019-csan.md", ("csan/layer.json",), csan_layer_memory_table),
     DocTable("tasks/sst2-500-updates", "docs/tasks.md", ("tasks/sst2-500-updates.json",), sst2_table(False, True)),
     DocTable("tasks/sst2-3000-updates", "docs/tasks.md", ("tasks/sst2-3000-updates.json",), sst2_table(True, False)),
     DocTable("tasks/lm-news-standin", "docs/tasks.md", ("tasks/lm-news-standin.json",), lm_table),
