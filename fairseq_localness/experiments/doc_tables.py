@@ -422,6 +422,68 @@ def ngram_gap_table(runs, also):
     return markdown(("system", *(f"n = {n}" for n in orders)), rows)
 
 
+def _analysis(runs, name: str) -> List[Dict]:
+    """The records of one ``scripts/analyze.py`` analysis in a result file that holds several."""
+    return [r for r in records(runs) if r["analysis"] == name]
+
+
+def analyses_tables(parts: Sequence[Tuple[str, Callable]]) -> Callable:
+    """Several analyses of one result file under one caption: a titled table each."""
+    def render(runs, also):
+        return "\n\n".join(f"**{title}**\n\n{table(runs, also)}" for title, table in parts)
+    return render
+
+
+def gaussian_scopes_table(runs, also):
+    rows = [[r["model"], r["layer"], f"{r['query_heads']:,}", f"{r['mean_D']:.2f}", f"{r['median_D']:.2f}",
+             f"{r['mean_D_over_I']:.2f}"] for r in _analysis(runs, "gaussian-scopes")]
+    return markdown(("model", "encoder layer", "query-heads", "mean D", "median D", "mean D / I"), rows)
+
+
+def head_windows_table(runs, also):
+    """One row per layer, one column per head: the learned window D_m (Yang 2018 Eq. 11)."""
+    found = _analysis(runs, "head-windows")
+    heads = sorted({r["head"] for r in found})
+    rows = [[layer, *(f"{next(r['window_D'] for r in found if r['layer'] == layer and r['head'] == h):.2f}" for h in heads)]
+            for layer in sorted({r["layer"] for r in found})]
+    return markdown(("encoder layer", *(f"head {h}: D_m" for h in heads)), rows)
+
+
+def attention_mass_table(name: str) -> Callable:
+    """Fan 2021 Eq. 13 per model, attention kind and layer: ours (%) for each w, and the paper's Table 5 value where
+    it has one for that layer."""
+    def render(runs, also):
+        found = _analysis(runs, name)
+        widths = sorted({r["w"] for r in found})
+        rows = []
+        for key in dict.fromkeys((r["model"], r["kind"], r["layer"]) for r in found):
+            cells = []
+            for w in widths:
+                (r,) = [r for r in found if (r["model"], r["kind"], r["layer"], r["w"]) == (*key, w)]
+                paper = r.get("published_percent")
+                cells.append(f"{r['attn_s_percent']:.1f}" + (f" ({paper:.2f})" if paper is not None else ""))
+            rows.append([*key, *cells])
+        return markdown(("model", "attention", "layer", *(f"w = {w}: ours (paper)" for w in widths)), rows)
+    return render
+
+
+def gate_layers_table(runs, also):
+    rows = [[r["model"], r["attention"], r["layer"], f"{r['tokens']:,}", f"{r['mean_gate']:.3f}"]
+            for r in _analysis(runs, "gate-layers")]
+    return markdown(("model", "attention", "layer", "tokens", "mean gate g"), rows)
+
+
+def diffwin_windows_table(runs, also):
+    """One row per method and layer: the mean soft-window width E|r - l| + 1 over all heads, then per head."""
+    found = _analysis(runs, "diffwin-windows")
+    heads = [h for h in dict.fromkeys(str(r["head"]) for r in found) if h != "all"]
+    rows = []
+    for method, layer in dict.fromkeys((r["method"], r["layer"]) for r in found):
+        width = {str(r["head"]): r["mean_width"] for r in found if (r["method"], r["layer"]) == (method, layer)}
+        rows.append([method, layer, f"{width['all']:.2f}", *(f"{width[h]:.2f}" for h in heads)])
+    return markdown(("method", "layer", "all heads", *(f"head {h}" for h in heads)), rows)
+
+
 def rouge_scorers_table(runs, also):
     """``python -m fairseq_localness.summarization.scorer_comparison --json``'s records: F1 and wall time, or, for a
     scorer that could not run where it was measured, why (its reason in place of the scores)."""
@@ -822,6 +884,17 @@ TABLES: Tuple[DocTable, ...] = (
     DocTable("tasks/lm-news-standin", "docs/tasks.md", ("tasks/lm-news-standin.json",), lm_table),
     DocTable("tasks/news-en-standin-sizes", "docs/tasks.md", ("tasks/news-en-standin-sizes.json",), corpus_sizes_table),
     DocTable("analyses/ngram-gap-multi30k", "docs/analyses.md", ("analyses/ngram-gap-multi30k.json",), ngram_gap_table),
+    DocTable("analyses/tiny-zh-en", "docs/analyses.md", ("analyses/tiny-zh-en.json",),
+             analyses_tables((("Yang 2018 Fig. 3: the Gaussian's windows D per layer, validation set", gaussian_scopes_table),
+                              ("Yang 2018 Fig. 2: the head-specific windows D_m (Eq. 11)", head_windows_table),
+                              ("Fan 2021 Table 5 (Eq. 13): attention mass within w tokens, %, test set",
+                               attention_mass_table("attention-mass"))))),
+    DocTable("analyses/tiny-zh-en-200-updates", "docs/analyses.md", ("analyses/tiny-zh-en-200-updates.json",),
+             analyses_tables((("Xu 2019 Fig. 3: the gate g (Eq. 5) per layer, validation set", gate_layers_table),
+                              ("Fan 2021 Table 5 (Eq. 13), DMAN and the Transformer: attention mass within w tokens, %, "
+                               "test set", attention_mass_table("attention-mass-dman")),
+                              ("Nguyen 2020 Eq. 7-9: the soft windows' mean width E|r - l| + 1, validation set",
+                               diffwin_windows_table)))),
     DocTable("tasks/news-en-standin-sources", "docs/tasks.md", ("tasks/news-en-standin-sources.json",),
              corpus_sources_table),
     DocTable("summarization/rouge-scorers", "docs/summarization.md", ("summarization/rouge-scorers.json",),
