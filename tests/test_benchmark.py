@@ -291,20 +291,20 @@ def test_layer_benchmark_writes_its_run_and_refuses_bad_input(tmp_path, capsys):
     from fairseq_localness.benchmark import layer as bench_layer
 
     out = tmp_path / "layer.json"
-    argv = ["--lengths", "8", "--tokens", "16", "--steps", "1", "--model", json.dumps(TINY_LAYER_MODEL), "--run-json", str(out)]
+    argv = ["--seq-lens", "8", "--tokens", "16", "--steps", "1", "--model", json.dumps(TINY_LAYER_MODEL), "--run-json", str(out)]
     # as users run it (python -m: each case in a fresh process of the same module)
     proc = subprocess.run([sys.executable, "-m", "fairseq_localness.benchmark.layer", *argv], capture_output=True, text=True,
                           cwd=REPO)
     assert proc.returncode == 0, proc.stderr[-3000:]
     run = json.loads(out.read_text())
-    assert "python -m fairseq_localness.benchmark.layer --lengths 8 --tokens 16" in run["command"]
+    assert "python -m fairseq_localness.benchmark.layer --seq-lens 8 --tokens 16" in run["command"]
     assert [v["name"] for v in run["variants"]] == ["sdpa", "materialised", "1d_dense", "1d_banded", "2d_dense", "2d_banded"]
     (record,) = run["records"]
     assert record["length"] == 8 and set(record["milliseconds"]) == set(record["mib"]) == {v["name"] for v in run["variants"]}
     assert all(value > 0 for value in record["milliseconds"].values())
     for bad, message in ((argv, f"--run-json {out} exists; pass --overwrite"),
-                         (["--lengths", "8,x"], "--lengths must be comma-separated integers"),
-                         (["--lengths", "64", "--tokens", "32"], "--tokens 32 is less than the longest --lengths 64"),
+                         (["--seq-lens", "8,x"], "--seq-lens: 'x' is not an integer"),
+                         (["--seq-lens", "64", "--tokens", "32"], "--tokens 32 is less than the longest --seq-lens 64"),
                          (["--model", "[1]"], "--model must be a JSON object")):
         with pytest.raises(SystemExit):
             bench_layer.main(bad)

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from ..provenance import command_line, machine_description, utc_now
+from .specs import BenchmarkError, parse_seq_lens
 
 
 @dataclass(frozen=True)
@@ -142,16 +143,6 @@ def records_by_length(results: Sequence[dict], lengths: Sequence[int]) -> List[d
     return rows
 
 
-def parse_lengths(text: str) -> List[int]:
-    try:
-        lengths = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise LayerBenchmarkError(f"--lengths must be comma-separated integers, got {text!r}") from None
-    if not lengths or min(lengths) < 1:
-        raise LayerBenchmarkError(f"--lengths must name lengths >= 1, got {text!r}")
-    return lengths
-
-
 def parse_model(text: str) -> Dict[str, str]:
     try:
         model = json.loads(text)
@@ -168,7 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Forward + backward CPU time and activation memory of one encoder self-attention layer, "
                     "per variant and length (each case in a fresh process, one thread).")
     p.add_argument("--variants", default="csan", choices=sorted(VARIANT_SETS), help="the set of variants (columns)")
-    p.add_argument("--lengths", default="32,64,128,256,512,1024", help="comma-separated sentence lengths")
+    p.add_argument("--seq-lens", default="32,64,128,256,512,1024", help="comma-separated sentence lengths")
     p.add_argument("--tokens", type=int, default=4096, help="tokens per batch: tokens // length sentences")
     p.add_argument("--steps", type=int, default=5, help="timed steps per case (the minimum is reported)")
     p.add_argument("--model", default="{}", help="fairseq options for every variant's model, as JSON")
@@ -188,15 +179,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                       case["model"])))
         return 0
     try:
-        lengths = parse_lengths(opts.lengths)
+        lengths = parse_seq_lens(opts.seq_lens)
         model = parse_model(opts.model)
         if opts.steps < 1:
             raise LayerBenchmarkError(f"--steps must be >= 1, got {opts.steps}")
         if opts.tokens < max(lengths):
-            raise LayerBenchmarkError(f"--tokens {opts.tokens} is less than the longest --lengths {max(lengths)}")
+            raise LayerBenchmarkError(f"--tokens {opts.tokens} is less than the longest --seq-lens {max(lengths)}")
         if opts.run_json and Path(opts.run_json).exists() and not opts.overwrite:
             raise LayerBenchmarkError(f"--run-json {opts.run_json} exists; pass --overwrite to replace it")
-    except LayerBenchmarkError as err:
+    except (LayerBenchmarkError, BenchmarkError) as err:
         parser.error(str(err))
     import torch
 
