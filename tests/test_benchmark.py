@@ -305,7 +305,8 @@ def test_layer_benchmark_writes_its_run_and_refuses_bad_input(tmp_path, capsys):
     for bad, message in ((argv, f"--run-json {out} exists; pass --overwrite"),
                          (["--seq-lens", "8,x"], "--seq-lens: 'x' is not an integer"),
                          (["--seq-lens", "64", "--tokens", "32"], "--tokens 32 is less than the longest --seq-lens 64"),
-                         (["--model", "[1]"], "--model must be a JSON object")):
+                         (["--model", "[1]"], "--model must be a JSON object"),
+                         (["--model", '{"encoder_embed_dims": 16}'], "--model: transformer: 'encoder_embed_dims' is not a fairseq option")):
         with pytest.raises(SystemExit):
             bench_layer.main(bad)
         assert message in capsys.readouterr().err

@@ -153,6 +153,18 @@ def parse_model(text: str) -> Dict[str, str]:
     return {str(k): str(v) for k, v in model.items()}
 
 
+def check_model_options(variants: Sequence[Variant], model: Dict[str, str]) -> None:
+    """Every variant's options parse as fairseq-train parses them: a bad --model key is named here, before any case
+    runs, not in a fresh process's traceback."""
+    from ..modelbuild import parse_model_args
+
+    for variant in variants:
+        try:
+            parse_model_args(variant.arch, overrides={**model, **variant.overrides})
+        except ValueError as err:  # ModelOptionError, or a value of the wrong type
+            raise LayerBenchmarkError(f"--model: {err}") from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=f"python -m {MODULE}",
@@ -187,6 +199,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             raise LayerBenchmarkError(f"--tokens {opts.tokens} is less than the longest --seq-lens {max(lengths)}")
         if opts.run_json and Path(opts.run_json).exists() and not opts.overwrite:
             raise LayerBenchmarkError(f"--run-json {opts.run_json} exists; pass --overwrite to replace it")
+        check_model_options(VARIANT_SETS[opts.variants], model)
     except (LayerBenchmarkError, BenchmarkError) as err:
         parser.error(str(err))
     import torch
