@@ -163,3 +163,28 @@ def test_decode_flop_parts_table_by_hand():
     assert lines[5] == "| m | 3 | 22.000 | 0.545 | 8.000 | 0.000 | 14.000 | 0.000 | 0.000 |"
     assert lines[6] == "| transformer | each step 2-3 | 3.000 | 1.000 | 0.000 | 0.000 | 3.000 | 0.000 | 0.000 |"
     assert lines[7] == "| m | each step 2-3 | 6.000 | 0.500 | 0.000 | 0.000 | 6.000 | 0.000 | 0.000 |"
+
+
+def test_analysis_tables_by_hand():
+    """Several analyses in one result file: each renderer takes its own records; the attention mass puts the
+    paper's value beside ours only where Table 5 has one, the soft windows put the all-heads mean first."""
+    run = {"records": [
+        {"analysis": "attention-mass", "model": "dman", "kind": "dman", "layer": 1, "w": 1, "attn_s_percent": 42.77,
+         "published_percent": 76.58},
+        {"analysis": "attention-mass", "model": "dman", "kind": "dman", "layer": 1, "w": 2, "attn_s_percent": 57.19,
+         "published_percent": 86.17},
+        {"analysis": "attention-mass", "model": "dman", "kind": "dman", "layer": 2, "w": 1, "attn_s_percent": 34.94},
+        {"analysis": "attention-mass", "model": "dman", "kind": "dman", "layer": 2, "w": 2, "attn_s_percent": 56.36},
+        {"analysis": "diffwin-windows", "method": "diffwin_enc", "layer": 1, "head": "all", "mean_width": 3.6954},
+        {"analysis": "diffwin-windows", "method": "diffwin_enc", "layer": 1, "head": 1, "mean_width": 3.7477},
+        {"analysis": "diffwin-windows", "method": "diffwin_enc", "layer": 1, "head": 2, "mean_width": 3.7372},
+    ]}
+    assert doc_tables.attention_mass_table("attention-mass")([run], []).splitlines() == [
+        "| model | attention | layer | w = 1: ours (paper) | w = 2: ours (paper) |",
+        "|---|---|---|---|---|",
+        "| dman | dman | 1 | 42.8 (76.58) | 57.2 (86.17) |",
+        "| dman | dman | 2 | 34.9 | 56.4 |"]
+    assert doc_tables.diffwin_windows_table([run], []).splitlines()[2] == "| diffwin_enc | 1 | 3.70 | 3.75 | 3.74 |"
+    both = doc_tables.analyses_tables((("Mass", doc_tables.attention_mass_table("attention-mass")),
+                                       ("Windows", doc_tables.diffwin_windows_table)))([run], [])
+    assert both.startswith("**Mass**\n\n| model |") and "\n\n**Windows**\n\n| method | layer | all heads |" in both
