@@ -30,6 +30,28 @@ def utc_now() -> datetime.datetime:
     return datetime.datetime.now(datetime.timezone.utc)
 
 
+def load_average() -> "float | None":
+    """The machine's 1-minute load average, or None where the platform has none."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None
+
+
+def run_header(started: datetime.datetime, load_before: "float | None", load_after: "float | None", command: str,
+               gpus: int = 0, torch_version: "str | None" = None) -> dict:
+    """The provenance a result file under docs/results/ opens with: date, the UTC time span from ``started`` to
+    now, the machine, the load average before and after the run, the torch version (where given) and the command."""
+    finished = utc_now()
+    header = {"date": started.date().isoformat(), "time": f"{started:%H:%M}-{finished:%H:%M} UTC",
+              "machine": machine_description(gpus),
+              "load_average": None if load_before is None or load_after is None
+              else f"{load_before:.1f} before, {load_after:.1f} after"}
+    if torch_version:
+        header["torch"] = torch_version
+    return {**header, "command": command}
+
+
 def command_line(program: str, argv: Sequence[str], env: Sequence[str] = ("OMP_NUM_THREADS",)) -> str:
     """``program argv...`` as a shell would need it, prefixed by the ``env`` variables that are set
     (``OMP_NUM_THREADS=1 python scripts/benchmark.py ...``)."""

@@ -11,8 +11,8 @@ import tempfile
 import time
 from typing import Dict, List, Optional, Tuple
 
-from ..provenance import command_line, machine_description, utc_now
-from .report import _fmt, _loadavg, format_models, print_table, summarise
+from ..provenance import command_line, load_average, run_header, utc_now
+from .report import _fmt, format_models, print_table, summarise
 from .specs import (
     DEFAULT_SETTINGS, QUICK_MODEL_OVERRIDES, QUICK_SETTINGS, BenchmarkError, Spec, _normalise_key, _override_value,
     _quiet_fairseq, check_registered, derive_baseline_arch, fairseq_args, max_positions, parse_seq_lens, parse_specs,
@@ -307,7 +307,7 @@ def drive(opts) -> int:
                     f"'{{\"max_source_positions\": N, \"max_target_positions\": N}}'")
 
     dev = torch.cuda.get_device_name() if settings["device"] == "cuda" else "cpu"
-    load_before = _loadavg()
+    load_before = load_average()
     if load_before is not None and load_before > 0.5 * (os.cpu_count() or 1):
         print(f"warning: the machine is busy (1-minute load average {load_before:.1f} on "
               f"{os.cpu_count()} cores): timings will be noisy; compare ratios from one "
@@ -340,7 +340,7 @@ def drive(opts) -> int:
                           f"{_fmt(r['peak_mem_mb'])} MB{dec} ({time.perf_counter() - t0:.1f} s)",
                           file=sys.stderr, flush=True)
 
-    settings["loadavg_before"], settings["loadavg_after"] = load_before, _loadavg()
+    settings["loadavg_before"], settings["loadavg_after"] = load_before, load_average()
     records = summarise(specs, seq_lens, runs, settings, baselines)
     print()
     print(format_models([r for r in records if r["seq_len"] == seq_lens[0]]))
@@ -369,13 +369,9 @@ def write_run_json(opts, records: List[dict], settings: dict, started, load_befo
     """The run as docs/results/benchmark/ keeps it: the records and where, when and how they were measured."""
     import torch
 
-    finished = utc_now()
-    load = None if load_before is None else f"{load_before:.1f} before, {load_after:.1f} after"
-    run = {"date": started.date().isoformat(), "time": f"{started:%H:%M}-{finished:%H:%M} UTC",
-           "machine": machine_description(1 if settings["device"] == "cuda" else 0), "load_average": load,
-           "torch": torch.__version__, "command": command_line("python scripts/benchmark.py", getattr(opts, "argv", [])),
-           "source": "written by the command (--run-json)", "records": records}
-    write_json(opts.run_json, run)
+    header = run_header(started, load_before, load_after, command_line("python scripts/benchmark.py", getattr(opts, "argv", [])),
+                        gpus=1 if settings["device"] == "cuda" else 0, torch_version=torch.__version__)
+    write_json(opts.run_json, {**header, "source": "written by the command (--run-json)", "records": records})
 
 
 def drive_interleaved(opts, specs: List[Spec], seq_lens: List[int], settings: dict) -> int:
@@ -384,7 +380,7 @@ def drive_interleaved(opts, specs: List[Spec], seq_lens: List[int], settings: di
         raise BenchmarkError("--interleaved must be >= 1 round")
     if opts.profile < 0:
         raise BenchmarkError("--profile must be >= 0")
-    start, started, load_before = time.perf_counter(), utc_now(), _loadavg()
+    start, started, load_before = time.perf_counter(), utc_now(), load_average()
     if opts.clock == "cpu" and settings["device"] == "cuda":
         raise BenchmarkError("--clock cpu times the host's CPU work only, not the GPU's: use --clock wall on CUDA")
     records = run_interleaved(specs, seq_lens, settings, opts.interleaved, opts.profile,
@@ -392,7 +388,7 @@ def drive_interleaved(opts, specs: List[Spec], seq_lens: List[int], settings: di
                               flops=opts.count_flops)
     print(format_rounds(records))
     print(f"clock: {'process CPU time' if opts.clock == 'cpu' else 'wall time'}")
-    load_after = _loadavg()
+    load_after = load_average()
     load = "" if load_before is None else f" (1-minute load average {load_before:.1f} before, {load_after:.1f} after)"
     print(f"{opts.interleaved} interleaved rounds, total {time.perf_counter() - start:.1f} s{load}")
     if opts.json:

@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from ..provenance import command_line, machine_description, utc_now
+from ..provenance import command_line, load_average, run_header, utc_now
 from .specs import BenchmarkError, parse_seq_lens
 
 
@@ -80,8 +80,6 @@ def build_layer(variant: Variant, model: Dict[str, str]):
 def _batch(length: int, tokens: int, width: int):
     import torch
 
-    if tokens < length:
-        raise LayerBenchmarkError(f"--tokens {tokens} is less than the length {length}: no sentence fits")
     torch.manual_seed(2)
     return torch.randn(length, tokens // length, width, requires_grad=True)
 
@@ -205,7 +203,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     import torch
 
     variants = VARIANT_SETS[opts.variants]
-    started, load_before = utc_now(), os.getloadavg()[0]
+    started, load_before = utc_now(), load_average()
     results = []
     for length in lengths:
         for variant in variants:
@@ -214,11 +212,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                   flush=True)
             results.append(result)
     if opts.run_json:
-        finished = utc_now()
-        run = {"date": started.date().isoformat(), "time": f"{started:%H:%M}-{finished:%H:%M} UTC",
-               "machine": machine_description(0), "torch": torch.__version__,
-               "load_average": f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after",
-               "command": command_line(f"python -m {MODULE}", argv),
+        run = {**run_header(started, load_before, load_average(), command_line(f"python -m {MODULE}", argv),
+                            torch_version=torch.__version__),
                "source": "written by the command (--run-json)",
                "settings": {"tokens": opts.tokens, "steps": opts.steps, "model": model},
                "variants": [asdict(v) for v in variants], "records": records_by_length(results, lengths)}

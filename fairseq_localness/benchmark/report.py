@@ -2,17 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import statistics
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 from .specs import JSON_KEYS, Spec
-
-def _loadavg() -> Optional[float]:
-    try:
-        return os.getloadavg()[0]
-    except (AttributeError, OSError):
-        return None
 
 
 def _ratio(value, ref):

