@@ -7,6 +7,7 @@ and the docs' measured tables (``fairseq_localness.experiments.doc_tables``) rea
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import platform
 import re
@@ -50,6 +51,37 @@ def run_header(started: datetime.datetime, load_before: "float | None", load_aft
     if torch_version:
         header["torch"] = torch_version
     return {**header, "command": command}
+
+
+def add_result_file_options(parser, what: str) -> None:
+    """``--json PATH`` (write ``what`` as a docs/results/ result file) and ``--overwrite`` (replace one)."""
+    parser.add_argument("--json", metavar="PATH", help=f"write {what} as a docs/results/ result file")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
+
+
+def result_file_problem(path: str, flag: str, overwrite: bool) -> "str | None":
+    """Why ``path`` cannot be written as a result file, checked before anything is measured: it is a directory, it
+    exists and ``overwrite`` is not given (nothing a user has is replaced), or a file stands where a directory above
+    it should be. None when it can be written."""
+    if os.path.isdir(path):
+        return f"{flag} {path} is a directory; give a file name"
+    if os.path.exists(path) and not overwrite:
+        return f"{flag} {path} exists; pass --overwrite to replace it, or choose another file"
+    parent = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        return f"{flag} {path}: {parent} is a file, not a directory"
+    return None
+
+
+def write_result_file(path: str, content) -> None:
+    """``content`` as a result file: indented JSON, text kept as UTF-8, a final newline; its directory made."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(content, f, indent=2, ensure_ascii=False)
+        f.write("\n")
+    print(f"wrote {path}")
 
 
 def command_line(program: str, argv: Sequence[str], env: Sequence[str] = ("OMP_NUM_THREADS",)) -> str:

@@ -188,3 +188,38 @@ def test_analysis_tables_by_hand():
     both = doc_tables.analyses_tables((("Mass", doc_tables.attention_mass_table("attention-mass")),
                                        ("Windows", doc_tables.diffwin_windows_table)))([run], [])
     assert both.startswith("**Mass**\n\n| model |") and "\n\n**Windows**\n\n| method | layer | all heads |" in both
+
+
+def test_corpus_facts_in_prose_are_the_counted_ones():
+    """The corpus facts the pages state in prose are experiments.corpus_statistics' counts
+    (docs/results/prep/corpus-statistics.json), which docs/data.md's table shows."""
+    run = doc_tables.load_run(doc_tables.RESULTS / "prep" / "corpus-statistics.json")
+    corpus = {r["corpus"]: r for r in run["records"]}
+    europarl, kftt, tatoeba = corpus["europarl_len_de_en"], corpus["kftt_ja_en"], corpus["tatoeba_zh_en"]
+    default_cap, europarl_cap = kftt["test_references_over_cap"].values()
+    words = {1: "one", 2: "two", 3: "three"}
+    said = {
+        "docs/compare.md": [
+            f"{europarl['test']['sources_in_train']} of the {europarl['pairs']['test']:,} test sources and "
+            f"{europarl['valid']['sources_in_train']} of the {europarl['pairs']['valid']:,} valid sources also occur "
+            "in train",
+            f"{kftt['test_sources_longer_than_train']} of the {kftt['pairs']['test']:,} test sources are longer than "
+            f"{kftt['train_source_words_max']} words (the longest has {kftt['test_source_words_max']})",
+            f"{kftt['test']['sources_in_train']} test sources occur in train, {kftt['test']['pairs_in_train']} of them "
+            f"with the same English; all are headings of one to {words[kftt['test']['sources_in_train_words_max']]} words",
+            f"{words[default_cap]} test reference is longer ({kftt['test_reference_bpe_max']} BPE tokens), and "
+            f"Europarl's `--max-len-a 2 --max-len-b 10` would cap {words[europarl_cap]}",
+            f"{kftt['pairs']['train']:,} / {kftt['pairs']['valid']:,} (tune) / {kftt['pairs']['test']:,} (dev)"],
+        "docs/data.md": [
+            f"{kftt['test_sources_longer_than_train']} of the {kftt['pairs']['test']:,} test sources are longer (up to "
+            f"{kftt['test_source_words_max']} words)",
+            f"the {tatoeba['test_references_with_clock_time']} test sentences with a time"],
+        "docs/dman.md": [f"({corpus['multi30k_de_en']['dictionary_words']['de']:,} types + 4 specials)"],
+        "docs/tasks.md": [f"({corpus['sst2']['dictionary_words']:,} words;"],
+    }
+    assert europarl["test"]["pairs_in_train"] == europarl["valid"]["pairs_in_train"] == 0  # "no test or valid pair"
+    assert tatoeba["test"]["sources_in_train"] == tatoeba["valid"]["sources_in_train"] == 0  # "no valid or test ..."
+    for page, phrases in said.items():
+        body = " ".join((REPO / page).read_text(encoding="utf-8").split())
+        missing = [phrase for phrase in phrases if phrase not in body]
+        assert not missing, f"{page} no longer says what corpus-statistics.json counts: {missing}"

@@ -11,7 +11,7 @@ import tempfile
 import time
 from typing import Dict, List, Optional, Tuple
 
-from ..provenance import command_line, load_average, run_header, utc_now
+from ..provenance import command_line, load_average, result_file_problem, run_header, utc_now, write_result_file
 from .report import _fmt, format_models, print_table, summarise
 from .specs import (
     DEFAULT_SETTINGS, QUICK_MODEL_OVERRIDES, QUICK_SETTINGS, BenchmarkError, Spec, _normalise_key, _override_value,
@@ -256,17 +256,9 @@ def main(argv: Optional[List[str]] = None) -> int:
 def check_outputs(opts) -> None:
     """Before anything is measured: the --json / --run-json files can be written and replace nothing a user has."""
     for flag, path in (("--json", opts.json), ("--run-json", opts.run_json)):
-        if not path:
-            continue
-        if os.path.isdir(path):
-            raise BenchmarkError(f"{flag} {path} is a directory; give a file name")
-        if os.path.exists(path) and not opts.overwrite:
-            raise BenchmarkError(f"{flag} {path} exists; pass --overwrite to replace it, or choose another file")
-        parent = os.path.dirname(os.path.abspath(path))
-        while not os.path.exists(parent):
-            parent = os.path.dirname(parent)
-        if not os.path.isdir(parent):
-            raise BenchmarkError(f"{flag} {path}: {parent} is a file, not a directory")
+        problem = path and result_file_problem(path, flag, opts.overwrite)
+        if problem:
+            raise BenchmarkError(problem)
 
 
 def drive(opts) -> int:
@@ -350,18 +342,10 @@ def drive(opts) -> int:
         f" (1-minute load average {load_before:.1f} before, {settings['loadavg_after']:.1f} after)")
     print(f"total {time.perf_counter() - t_start:.1f} s{load}")
     if opts.json:
-        write_json(opts.json, records)
+        write_result_file(opts.json, records)
     if opts.run_json:
         write_run_json(opts, records, settings, started, load_before, settings["loadavg_after"])
     return 0
-
-
-def write_json(path: str, records) -> None:
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w") as f:
-        json.dump(records, f, indent=2)
-        f.write("\n")
-    print(f"wrote {path}")
 
 
 def write_run_json(opts, records: List[dict], settings: dict, started, load_before: Optional[float],
@@ -371,7 +355,7 @@ def write_run_json(opts, records: List[dict], settings: dict, started, load_befo
 
     header = run_header(started, load_before, load_after, command_line("python scripts/benchmark.py", getattr(opts, "argv", [])),
                         gpus=1 if settings["device"] == "cuda" else 0, torch_version=torch.__version__)
-    write_json(opts.run_json, {**header, "source": "written by the command (--run-json)", "records": records})
+    write_result_file(opts.run_json, {**header, "source": "written by the command (--run-json)", "records": records})
 
 
 def drive_interleaved(opts, specs: List[Spec], seq_lens: List[int], settings: dict) -> int:
@@ -392,7 +376,7 @@ def drive_interleaved(opts, specs: List[Spec], seq_lens: List[int], settings: di
     load = "" if load_before is None else f" (1-minute load average {load_before:.1f} before, {load_after:.1f} after)"
     print(f"{opts.interleaved} interleaved rounds, total {time.perf_counter() - start:.1f} s{load}")
     if opts.json:
-        write_json(opts.json, records)
+        write_result_file(opts.json, records)
     if opts.run_json:
         write_run_json(opts, records, settings, started, load_before, load_after)
     return 0

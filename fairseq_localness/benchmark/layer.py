@@ -28,10 +28,9 @@ import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from ..provenance import command_line, load_average, run_header, utc_now
+from ..provenance import command_line, load_average, result_file_problem, run_header, utc_now, write_result_file
 from .specs import BenchmarkError, parse_seq_lens
 
 
@@ -195,8 +194,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             raise LayerBenchmarkError(f"--steps must be >= 1, got {opts.steps}")
         if opts.tokens < max(lengths):
             raise LayerBenchmarkError(f"--tokens {opts.tokens} is less than the longest --seq-lens {max(lengths)}")
-        if opts.run_json and Path(opts.run_json).exists() and not opts.overwrite:
-            raise LayerBenchmarkError(f"--run-json {opts.run_json} exists; pass --overwrite to replace it")
+        problem = opts.run_json and result_file_problem(opts.run_json, "--run-json", opts.overwrite)
+        if problem:
+            raise LayerBenchmarkError(problem)
         check_model_options(VARIANT_SETS[opts.variants], model)
     except (LayerBenchmarkError, BenchmarkError) as err:
         parser.error(str(err))
@@ -217,9 +217,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                "source": "written by the command (--run-json)",
                "settings": {"tokens": opts.tokens, "steps": opts.steps, "model": model},
                "variants": [asdict(v) for v in variants], "records": records_by_length(results, lengths)}
-        Path(opts.run_json).parent.mkdir(parents=True, exist_ok=True)
-        Path(opts.run_json).write_text(json.dumps(run, indent=2) + "\n", encoding="utf-8")
-        print(f"wrote {opts.run_json}")
+        write_result_file(opts.run_json, run)
     return 0
 
 

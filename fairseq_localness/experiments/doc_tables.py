@@ -708,6 +708,34 @@ def prep_time_table(runs, also):
     return markdown(("corpus", "script", "wall time", "CPU time"), rows)
 
 
+def corpus_statistics_table(runs, also):
+    """Per prepared corpus (experiments.corpus_statistics): split sizes, dictionary, source lengths against train,
+    test and valid sentences that occur in train, the longest reference against fairseq-generate's length caps."""
+    def overlap(split):
+        return f"{split['sources_in_train']:,} ({split['pairs_in_train']:,})"
+
+    items = records(runs)
+    rows = [[f"`{r['corpus']}`", " / ".join(f"{r['pairs'][s]:,}" for s in ("train", "valid", "test")),
+             f"{r['dictionary_words'][r['src']]:,}" + (" joined" if r["joined_dictionary"] else
+                                                       f" / {r['dictionary_words'][r['tgt']]:,}"),
+             r["train_source_words_max"],
+             f"{r['test_sources_longer_than_train']:,} ({r['test_source_words_max']})",
+             overlap(r["test"]), overlap(r["valid"]), r["test_reference_bpe_max"],
+             " / ".join(str(n) for n in r["test_references_over_cap"].values()),
+             r.get("test_references_with_clock_time", "no raw reference")]
+            for r in items if r["kind"] == "translation"]
+    table = markdown(("corpus", "pairs: train / valid / test", "dictionary words", "longest training source (words)",
+                      "test sources longer (the longest)", "test sources in train (pairs)",
+                      "valid sources in train (pairs)", "longest test reference (BPE tokens)",
+                      "test references over the cap: default / `--max-len-a 2 --max-len-b 10`",
+                      "test references with a clock time"), rows)
+    classification = [[f"`{r['corpus']}`", " / ".join(f"{r['examples'][s]:,}" for s in ("train", "valid", "test")),
+                       f"{r['dictionary_words']:,}"] for r in items if r["kind"] == "classification"]
+    if classification:
+        table += "\n\n" + markdown(("corpus", "examples: train / valid / test", "dictionary words"), classification)
+    return table
+
+
 def allocator_table(runs, also):
     """Side-by-side pairs of one CPU training under glibc's allocator defaults and under the launcher's settings:
     words/s with its ratio to the pair's defaults run, CPU seconds, the training loss."""
@@ -917,6 +945,7 @@ TABLES: Tuple[DocTable, ...] = (
              gpu_backends_table),
     DocTable("gpu/h200-compare-dman-fp16", "docs/gpu.md", ("gpu/h200-compare-dman-fp16.json",), gpu_curve_table),
     DocTable("prep/corpus-time", "docs/data.md", ("prep/corpus-time.json",), prep_time_table),
+    DocTable("prep/corpus-statistics", "docs/data.md", ("prep/corpus-statistics.json",), corpus_statistics_table),
     DocTable("testing/slow-suite-bleu", "docs/testing.md", ("testing/slow-suite-bleu.json",), slow_suite_table),
     DocTable("testing/default-run-time", "docs/testing.md", ("testing/default-run-time.json",), suite_time_table),
     DocTable("testing/quickstart-time", "docs/training.md", ("testing/quickstart-time.json",), quickstart_time_table),

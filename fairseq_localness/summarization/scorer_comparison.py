@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import os
 import random
 import re
@@ -33,7 +32,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..paths import REPO
-from ..provenance import command_line, load_average, run_header, utc_now
+from ..provenance import add_result_file_options, command_line, load_average, result_file_problem, run_header, utc_now, write_result_file
 from .rouge import METRICS, corpus_rouge
 
 #: the default --source, relative to the repository root
@@ -196,8 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"English sentences, one a line [{DEFAULT_SOURCE}, relative to the repository root]")
     parser.add_argument("--documents", type=int, default=DOCUMENTS, help=f"documents to make [{DOCUMENTS}]")
     parser.add_argument("--seed", type=int, default=SEED, help=f"seed of the dropped tokens [{SEED}]")
-    parser.add_argument("--json", metavar="PATH", help="write the run as a docs/results/ result file")
-    parser.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
+    add_result_file_options(parser, "the run")
     return parser
 
 
@@ -209,8 +207,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if not source.is_file():
         parser.error(f"--source {args.source or source}: no such file"
                      + ("" if args.source else " (the default; pass --source FILE, English sentences one a line)"))
-    if args.json and os.path.exists(args.json) and not args.overwrite:
-        parser.error(f"--json {args.json} exists; pass --overwrite to replace it, or choose another file")
+    problem = args.json and result_file_problem(args.json, "--json", args.overwrite)
+    if problem:
+        parser.error(problem)
     try:
         result = run(source, args.documents, args.seed, argv)
     except ComparisonError as err:
@@ -222,11 +221,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             seconds = f"  {record['seconds']} s" if "seconds" in record else ""
             print(f"{record['scorer']}: " + " / ".join(f"{record[k]:.5f}" for k in KEYS) + seconds)
     if args.json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(result, f, indent=2, ensure_ascii=False)
-            f.write("\n")
-        print(f"wrote {args.json}")
+        write_result_file(args.json, result)
     return 0
 
 
