@@ -29,7 +29,8 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from ..provenance import (add_result_file_options, command_line, load_average, result_file_problem, run_header, utc_now, write_result_file)
+from ..provenance import (add_result_file_options, command_line, load_average, result_file_problem, run_header,
+                          utc_now, write_result_file)
 
 PROGRAM = "python -m fairseq_localness.experiments.corpus_statistics"
 SPLITS = ("train", "valid", "test")

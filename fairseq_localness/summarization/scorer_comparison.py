@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..paths import REPO
-from ..provenance import (add_result_file_options, command_line, load_average, result_file_problem, run_header, utc_now, write_result_file)
+from ..provenance import (add_result_file_options, command_line, load_average, result_file_problem, run_header,
+                          utc_now, write_result_file)
 from .rouge import METRICS, corpus_rouge
 
 #: the default --source, relative to the repository root
