@@ -310,3 +310,22 @@ def padded_support(attn_type: str, keep=lambda b, h, i, j: True):
             return []
         return [j for j in pos if (attn_type == "encoder" or j <= i) and keep(b, h, i, j)]
     return support
+
+
+#: a process that holds a save directory's training lock until a line arrives on its stdin
+HOLD_LOCK = ("import sys\nfrom pathlib import Path\nfrom fairseq_localness.experiments.rundir import training_lock\n"
+             "with training_lock(Path(sys.argv[1])):\n    print('held', flush=True)\n    sys.stdin.readline()\n")
+
+
+def hold_lock(save_dir: Path) -> subprocess.Popen:
+    """A process that holds ``save_dir``'s training lock (fairseq_localness.experiments.rundir) until
+    :func:`release_lock` (or a kill)."""
+    holder = subprocess.Popen([str(BIN / "python"), "-c", HOLD_LOCK, str(save_dir)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline() == "held\n"
+    return holder
+
+
+def release_lock(holder: subprocess.Popen) -> None:
+    holder.stdin.write("\n")
+    holder.stdin.flush()

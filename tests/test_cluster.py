@@ -115,6 +115,47 @@ def test_each_node_of_a_job_runs_its_rank_with_the_papers_batch(monkeypatch, ben
         assert not any("distributed_rank" in c or "init_method" in c for c in command)
 
 
+def test_a_training_job_refuses_a_save_dir_another_process_trains_into(monkeypatch, tmp_path):
+    """Node 0 of a job holds its save directory's training lock while it trains (a job requeued while its
+    predecessor still stops waits LOCK_PATIENCE_S for it); held by another process, the job fails naming that
+    process, before fairseq starts."""
+    from fairseq_localness.experiments import cluster_jobs
+    from localness_testing import hold_lock
+
+    save_dir = tmp_path / "checkpoints"
+    lau = launch.Launch(benchmark="wmt14_en_de_base", arch="transformer_wmt_en_de", data="/d", gpus=1,
+                        master_port=0, save_dir=str(save_dir))
+    lau.validate()
+    for key, value in {"SUBMITIT_EXECUTOR": "slurm", "SLURM_JOB_ID": "1234", "SLURM_NODEID": "0",
+                       "SLURM_JOB_NUM_NODES": "1", "SLURM_JOB_NODELIST": "gpu01", "SLURM_PROCID": "0",
+                       "SLURM_NTASKS": "1", "SLURM_LOCALID": "0"}.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setattr(cluster_jobs, "LOCK_PATIENCE_S", 1.0)
+    started = []
+
+    class Started(Exception):
+        pass
+
+    def start(self, commands, env=None, pass_fds=()):  # in place of fairseq: what it would have been given
+        started.append((pass_fds, (save_dir / ".training.lock").read_text()))
+        raise Started
+
+    monkeypatch.setattr(TrainJob, "_run", start)
+    holder = hold_lock(save_dir)
+    try:
+        with pytest.raises(RuntimeError, match=f"is being trained into by pid {holder.pid} "):
+            with contextlib.redirect_stdout(io.StringIO()):
+                TrainJob(lau, lau.plan())()
+    finally:
+        holder.kill()
+        holder.wait()
+    assert started == []  # fairseq never started
+    with pytest.raises(Started), contextlib.redirect_stdout(io.StringIO()):
+        TrainJob(lau, lau.plan())()
+    ((fds, text),) = started
+    assert len(fds) == 1 and text.startswith(f"pid {os.getpid()} ")  # held here, and passed to the training
+
+
 def test_several_nodes_without_slurm_print_every_nodes_command():
     code, out, err = call(train_cli.train_main, "wmt14_en_de_base", "transformer_wmt_en_de", "--data", "/d",
                           "--gpus", "8", "--nodes", "2", "--max-tokens", "2048", "--master-addr", "10.0.0.1",

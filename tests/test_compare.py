@@ -8,6 +8,7 @@ directories it made. The significance and the statistics are checked against val
 import csv
 import hashlib
 import json
+import os
 import re
 import subprocess
 import sys
@@ -17,7 +18,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from localness_testing import BIN, REPO, USER_DIR, run  # noqa: E402
+from localness_testing import BIN, REPO, USER_DIR, hold_lock, release_lock, run  # noqa: E402
 
 from fairseq_localness.experiments import compare  # noqa: E402
 from fairseq_localness.experiments.launch import Launch, LaunchError  # noqa: E402
@@ -881,6 +882,68 @@ def test_a_checkpoint_cut_short_by_an_interrupted_copy(tiny_grid, tiny_data_bin,
     with pytest.raises(LaunchError, match="cannot be read as a fairseq checkpoint"):
         launch(accept_cut_short=True).validate()
     assert last.read_bytes() == b"x" * (len(whole) + 1)
+
+
+def test_a_run_directory_is_trained_by_one_process_at_a_time(tiny_data_bin, tmp_path):
+    """train.sh refuses a save directory another process trains into, naming it, and writes nothing; a waiter gets
+    the lock once the holder lets go; a killed holder leaves no stale lock."""
+    from fairseq_localness.experiments.launch import run_here
+    from fairseq_localness.experiments.rundir import RunDirBusy, training_lock
+
+    save_dir = tmp_path / "checkpoints"
+    holder = hold_lock(save_dir)
+    try:
+        with pytest.raises(RunDirBusy, match=rf"{re.escape(str(save_dir))} is being trained into by pid {holder.pid} \(and the "
+                                             r"trainings it started\) on .*: wait for it to finish, stop it, or choose "
+                                             "another --save-dir; nothing was written"):
+            with training_lock(save_dir):
+                pass
+        launch = Launch("sample_zh_en_tiny", "transformer", data=str(tiny_data_bin), save_dir=str(save_dir))
+        launch.validate()
+        before = tree_digest(save_dir)
+        with pytest.raises(LaunchError, match=f"is being trained into by pid {holder.pid} "):
+            run_here(launch, launch.plan())
+        assert tree_digest(save_dir) == before  # fairseq never started
+        seen = []
+        with training_lock(save_dir, wait=lambda who: (seen.append(who), release_lock(holder))) as fd:
+            assert (save_dir / ".training.lock").read_text().startswith(f"pid {os.getpid()} ") and fd > 2
+        assert len(seen) == 1 and seen[0].startswith(f"pid {holder.pid} ")
+        assert holder.wait(timeout=60) == 0
+    finally:
+        holder.kill()
+    holder = hold_lock(save_dir)
+    holder.kill()
+    holder.wait()
+    with training_lock(save_dir):  # the kernel released the killed holder's lock
+        pass
+
+
+def test_the_comparison_waits_for_a_run_another_process_trains(tiny_grid):
+    """A run whose directory another process holds is waited for; finished by that process, it is counted and not
+    trained again (nothing in its directory changes but the lock's own text)."""
+    _, argv, _ = tiny_grid
+    grid = compare.grid_from_args(compare.build_parser().parse_args(argv))
+    spec = compare.RunSpec("transformer", "pre", 1)
+    run_dir = grid.run_dir(spec)
+    lock = run_dir / "checkpoints" / ".training.lock"
+    before = {k: v for k, v in tree_digest(run_dir).items() if k != "checkpoints/.training.lock"}
+    holder = hold_lock(run_dir / "checkpoints")
+    said = []
+
+    class Releasing(compare.Progress):
+        def say(self, text):
+            said.append(text)
+            if "waiting for it" in text:
+                release_lock(holder)
+
+    try:
+        assert compare.run_one(grid, spec, 1, Releasing(4, 3, 1)) is None
+    finally:
+        holder.kill()
+    assert said[0].startswith(f"[1/4] transformer (pre-norm, seed 1): another process is training it (pid {holder.pid} ")
+    assert said[1] == "[1/4] transformer (pre-norm, seed 1): finished by the other process, not retrained; no run left"
+    assert {k: v for k, v in tree_digest(run_dir).items() if k != "checkpoints/.training.lock"} == before
+    assert lock.read_text() == ""  # released
 
 
 def test_reading_a_run_dir_keeps_the_checkpoint_allow_list(tiny_grid):

@@ -10,6 +10,7 @@ the last save are repeated.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import time
@@ -19,6 +20,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from .launch import Launch, describe
 from .processes import STOP_GRACE_S, Children, allocator_line, cpu_training_env, process_alive
+from .rundir import RunDirBusy, training_lock
 from .runlog import stats
 
 
@@ -34,10 +36,13 @@ class _ChildJob:
         state["_children"] = Children()  # processes do not travel with the pickled job
         return state
 
-    def _run(self, commands: Sequence[Sequence[str]], env: Optional[Dict[str, str]] = None) -> int:
+    def _run(self, commands: Sequence[Sequence[str]], env: Optional[Dict[str, str]] = None,
+             pass_fds: Sequence[int] = ()) -> int:
         """Start every command (each in its own process group, so that fairseq's GPU workers stop with it),
-        wait for all; if one fails, stop the others. Returns the first non-zero exit code."""
-        self._children = Children().start(commands, env=dict(os.environ, **(env or {})), own_groups=True)
+        wait for all; if one fails, stop the others. Returns the first non-zero exit code. ``pass_fds`` stay
+        open in the children (a training lock)."""
+        self._children = Children().start(commands, env=dict(os.environ, **(env or {})), own_groups=True,
+                                          pass_fds=tuple(pass_fds))
         code = self._children.wait()
         self._children = Children()
         return code
@@ -57,6 +62,11 @@ class _ChildJob:
     def arguments(self) -> Dict[str, Any]:
         """The keyword arguments that rebuild this job for the requeued copy (each job kind defines them)."""
         raise NotImplementedError(f"{type(self).__name__} must define arguments() to be requeued")
+
+
+#: how long a training job waits for its save directory's lock: a requeued job can start while the job it replaces
+#: is still stopping its processes
+LOCK_PATIENCE_S = 120.0
 
 
 class TrainJob(_ChildJob):
@@ -99,7 +109,14 @@ class TrainJob(_ChildJob):
         child_env = None if launch.gpus else cpu_training_env(os.environ, cpu_workers)
         if child_env is not None:
             print(allocator_line(child_env), flush=True)
-        code = self._run(commands, child_env)
+        with contextlib.ExitStack() as held:
+            lock = ()
+            if launch.node_rank == 0:  # node 0 writes the checkpoints; the other nodes only log, into save_dir/nodeR
+                try:
+                    lock = (held.enter_context(training_lock(save_dir, patience_s=LOCK_PATIENCE_S)),)
+                except RunDirBusy as err:
+                    raise RuntimeError(str(err)) from None
+            code = self._run(commands, child_env, pass_fds=lock)
         if code:
             raise RuntimeError(f"training exited with code {code} (see {save_dir / 'hydra_train.log'})")
         return {"save_dir": str(save_dir), **stats(save_dir)}

@@ -27,8 +27,10 @@ seed. Library logic only; ``scripts/compare.sh`` and the ``fairseq-localness-com
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import datetime
+import fcntl
 import io
 import json
 import math
@@ -52,7 +54,7 @@ from .launch import (LaunchError, Launch, arch_configs, benchmark_values, benchm
                      precision_overrides, tokens_per_update)
 from .plans import RowPlan
 from .processes import allocator_line, cpu_training_env, stream
-from .rundir import read_config_record, restore_cut_short_checkpoint
+from .rundir import read_config_record, restore_cut_short_checkpoint, training_lock
 from .runlog import VALID_LINE, placement, resume_deviations, stats, validation_points
 from .tables import Row
 
@@ -337,9 +339,27 @@ def run_env(grid: Grid) -> Dict[str, str]:
 
 
 def run_one(grid: Grid, spec: RunSpec, index: int, progress: Progress) -> Optional[str]:
-    """Train (or resume) and evaluate one run; the failure text, or None."""
-    start = time.time()
+    """Train (or resume) and evaluate one run, holding its directory's training lock; the failure text, or None.
+    Another process that holds the lock (a second comparison of this label, train.sh) is waited for; a run it
+    finished meanwhile is counted, not trained again."""
     tag = f"[{index}/{progress.total}] {spec.name}"
+    waited: List[str] = []
+
+    def wait(holder: str) -> None:
+        waited.append(holder)
+        progress.say(f"{tag}: another process is training it ({holder}); waiting for it")
+
+    with training_lock(grid.run_dir(spec) / "checkpoints", wait) as lock:
+        if waited and grid.finished(spec):
+            progress.finished(0, whole=False)
+            progress.say(f"{tag}: finished by the other process, not retrained; {progress.eta()}")
+            return None
+        return train_and_evaluate(grid, spec, tag, progress, lock)
+
+
+def train_and_evaluate(grid: Grid, spec: RunSpec, tag: str, progress: Progress, lock: int) -> Optional[str]:
+    """:func:`run_one`'s work, under the run's lock (``lock``: its descriptor, held by the training process too)."""
+    start = time.time()
     env = run_env(grid)
     run_dir = grid.run_dir(spec)
     trained = run_dir / "trained"
@@ -387,7 +407,7 @@ def run_one(grid: Grid, spec: RunSpec, index: int, progress: Progress) -> Option
             run_dir.mkdir(parents=True, exist_ok=True)
             with open(run_dir / "train.log", "a", encoding="utf-8") as log:
                 log.write(f"\n# {allocator_line(env)}")
-        code = stream(commands[0], run_dir / "train.log", env, on_line)
+        code = stream(commands[0], run_dir / "train.log", env, on_line, pass_fds=(lock,))
         if code != 0:
             return f"training failed (exit {code}; see {run_dir / 'train.log'}); rerun to resume"
     if not trained.exists():
@@ -771,8 +791,23 @@ def write_commands(path: Path, history: List[Dict[str, Any]]) -> None:
     path.write_text(json.dumps(history, indent=1) + "\n", encoding="utf-8")
 
 
+@contextlib.contextmanager
+def label_files_lock(grid: Grid):
+    """Hold WORK/LABEL's lock while its shared files (commands.json, the table and its copies) are rewritten: two
+    comparisons of one label, each training other runs, take turns instead of interleaving their writes."""
+    grid.root.mkdir(parents=True, exist_ok=True)
+    with open(grid.root / ".files.lock", "a", encoding="utf-8") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file closes
+        yield
+
+
 def record_command(grid: Grid, command: str) -> None:
     """Add COMMAND, with the runs its grid plans, to WORK/LABEL/commands.json (once per command)."""
+    with label_files_lock(grid):
+        _record_command(grid, command)
+
+
+def _record_command(grid: Grid, command: str) -> None:
     path = grid.root / COMMANDS
     history = read_commands(path)
     runs = [[spec.arch, spec.norm, spec.seed] for spec in grid.runs()]
@@ -1584,6 +1619,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def write_table(grid: Grid, args: argparse.Namespace, command: str, quiet: bool = False) -> str:
     """The table of every finished run under WORK/LABEL (and its copy under --publish)."""
+    with label_files_lock(grid):
+        return _write_table(grid, args, command)
+
+
+def _write_table(grid: Grid, args: argparse.Namespace, command: str) -> str:
     records = finished_records(grid)
     rows = summarize(records, grid.baseline, lowercased(grid.data_bin), args.bootstrap_samples, grid.root,
                      data_bin_detok_ref(grid.data_bin))

@@ -437,7 +437,8 @@ def run_here(launch: Launch, plan: Dict[str, int], dry_run: bool = False) -> int
     """Print the batch arithmetic and the command(s), then (unless ``dry_run``) train on this machine.
 
     ``launch`` is validated. What ``scripts/train.sh`` does for a local run, and what ``reproduce.sh`` does for
-    each row: both build a :class:`Launch` and come here.
+    each row: both build a :class:`Launch` and come here. It trains holding the save directory's
+    :func:`.rundir.training_lock`: a directory another process is training into raises :class:`LaunchError`.
     """
     commands = launch.commands(plan)
     print(describe(launch, plan), flush=True)
@@ -449,10 +450,16 @@ def run_here(launch: Launch, plan: Dict[str, int], dry_run: bool = False) -> int
         print(f"{launch.save_path} holds this training, finished at optimization.max_update="
               f"{launch.requested_max_update()}: nothing to train", flush=True)
         return 0
-    Path(launch.save_path).mkdir(parents=True, exist_ok=True)
-    if not launch.gpus:
-        print(allocator_line(cpu_training_env(os.environ, False)), flush=True)
-    return run_processes(commands, cpu_workers=not launch.gpus and launch.cpu_procs > 1, cpu=not launch.gpus)
+    from .rundir import RunDirBusy, training_lock
+
+    try:
+        with training_lock(Path(launch.save_path)) as lock:
+            if not launch.gpus:
+                print(allocator_line(cpu_training_env(os.environ, False)), flush=True)
+            return run_processes(commands, cpu_workers=not launch.gpus and launch.cpu_procs > 1, cpu=not launch.gpus,
+                                 pass_fds=(lock,))
+    except RunDirBusy as err:
+        raise LaunchError(str(err)) from None
 
 
 def describe(launch: Launch, plan: Dict[str, int]) -> str:

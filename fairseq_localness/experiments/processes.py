@@ -112,12 +112,13 @@ def reaped(proc: subprocess.Popen) -> bool:
     return bool(pid)
 
 
-def run_processes(commands: List[List[str]], cpu_workers: bool, cpu: bool = False) -> int:
+def run_processes(commands: List[List[str]], cpu_workers: bool, cpu: bool = False, pass_fds: Sequence[int] = ()) -> int:
     """Start every command, wait for all; if one fails, stop the others. Returns the first non-zero code
     (130 after Ctrl-C, which reaches every child). ``cpu``: a training on the CPU (:func:`cpu_training_env`);
-    ``cpu_workers``: several CPU ranks, one thread each, in process groups of their own."""
+    ``cpu_workers``: several CPU ranks, one thread each, in process groups of their own. ``pass_fds`` stay open
+    in the children (a training lock: held while they run, even if this process is killed first)."""
     env = cpu_training_env(os.environ, cpu_workers) if cpu or cpu_workers else dict(os.environ)
-    children = Children().start(commands, env=env, own_groups=cpu_workers)
+    children = Children().start(commands, env=env, own_groups=cpu_workers, pass_fds=tuple(pass_fds))
     try:
         return children.wait()
     except KeyboardInterrupt:
@@ -127,8 +128,10 @@ def run_processes(commands: List[List[str]], cpu_workers: bool, cpu: bool = Fals
         return 130
 
 
-def stream(command: List[str], log: Path, env: Dict[str, str], on_line: Optional[Callable[[str], None]] = None) -> int:
+def stream(command: List[str], log: Path, env: Dict[str, str], on_line: Optional[Callable[[str], None]] = None,
+           pass_fds: Sequence[int] = ()) -> int:
     """Run ``command`` with its output appended to ``log``; ``on_line`` sees every line. Stopped with it.
+    ``pass_fds`` stay open in the child (as :func:`run_processes`).
 
     The log is line-buffered: each line is in the file once it is read, so ``tail -f`` follows the training
     and a killed process (``kill -9``, a machine going away) loses nothing it had read.
@@ -140,7 +143,7 @@ def stream(command: List[str], log: Path, env: Dict[str, str], on_line: Optional
     with open(log, "a", encoding="utf-8", buffering=1) as out:
         out.write(f"\n# {datetime.datetime.now().isoformat(timespec='seconds')} {shlex.join(command)}\n")
         children = Children().start([command], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                    errors="replace")
+                                    errors="replace", pass_fds=tuple(pass_fds))
         proc = children.procs[0]
         try:
             for line in proc.stdout:

@@ -18,18 +18,84 @@ owns its run directories, does the same itself (:func:`restore_cut_short_checkpo
 
 ``scripts/train.sh`` (and so ``reproduce.sh`` and ``quickstart.sh``, which train through it) and the
 comparison command call the guard through :meth:`.launch.Launch.validate`.
+
+Two processes on one machine must not train into the same directory at once: each would resume from the other's
+checkpoints and overwrite them. Whoever trains holds :func:`training_lock` on the directory for as long as it
+writes there. ``train.sh`` refuses a directory another process holds, naming that process; the comparison command
+waits for it and then counts the run as the other process left it (finished: not trained again).
 """
 
 from __future__ import annotations
 
+import contextlib
+import datetime
+import fcntl
+import os
+import shlex
 import shutil
+import socket
+import sys
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Iterator, Optional
 
 
 class RunDirError(RuntimeError):
     """A run directory that this training must not write into; the message says what is there."""
+
+
+class RunDirBusy(RunDirError):
+    """A run directory another process is training into (it holds the directory's :func:`training_lock`)."""
+
+
+#: the lock file inside a save directory: an flock, which the kernel releases when its process ends, however it
+#: ends, so a killed training leaves no stale lock; its text names the process that holds it
+LOCK_FILE = ".training.lock"
+
+
+@contextlib.contextmanager
+def training_lock(save_dir: Path, wait: Optional[Callable[[str], None]] = None,
+                  patience_s: float = 0.0) -> Iterator[int]:
+    """Hold ``save_dir``'s training lock for the body of the ``with``. Held by another process: with ``wait``, call
+    it once with who holds it and block until it is released; without, try again for ``patience_s`` seconds (a
+    requeued cluster job whose predecessor is still exiting), then raise :class:`RunDirBusy` naming the holder.
+
+    The ``with`` gives the lock file's descriptor: pass it to the training processes (``pass_fds``), and the lock
+    stays held until they end too, so that a training left running by a killed parent still keeps others out.
+
+    An flock guards processes of one machine, and of a shared file system that passes flock on (NFS does): two
+    machines whose file systems do not are not kept apart."""
+    save_dir = Path(save_dir)
+    save_dir.mkdir(parents=True, exist_ok=True)
+    with open(save_dir / LOCK_FILE, "a+", encoding="utf-8") as handle:
+        deadline = time.monotonic() + patience_s
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if wait is None and time.monotonic() < deadline:
+                    time.sleep(0.5)
+                    continue
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            if wait is None:
+                raise RunDirBusy(f"{save_dir} is being trained into by {holder}: wait for it to finish, stop it, "
+                                 "or choose another --save-dir; nothing was written")
+            wait(holder)
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            break
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()} (and the trainings it started) on {socket.gethostname()} since "
+                     f"{datetime.datetime.now().isoformat(timespec='seconds')}: {shlex.join(sys.argv)}\n")
+        handle.flush()
+        try:
+            yield handle.fileno()
+        finally:
+            handle.seek(0)
+            handle.truncate()
 
 
 @dataclass(frozen=True)

@@ -85,7 +85,11 @@ def train_main(argv: Sequence[str]) -> int:
         for rank, command in node_commands(launch, plan):
             print(f"[node {rank}] " + " ".join(shlex.quote(c) for c in command), flush=True)
         return 0
-    return run_here(launch, plan, dry_run=args.dry_run)
+    try:
+        return run_here(launch, plan, dry_run=args.dry_run)
+    except LaunchError as err:  # another process trains into --save-dir
+        print(f"train.sh: error: {err}", file=sys.stderr)
+        return 2
 
 
 def main(argv: Sequence[str]) -> int:
