@@ -204,10 +204,10 @@ def test_trained_attention_section_by_hand(tmp_path):
                            "[full table](results/compare/multi30k_de_en/table.md).")
     rows = [line for line in text.splitlines() if line.startswith("| `")]
     # transformer, layer 1: w = 1 from 10 and 20 (mean 15, sd 7.07), w = 2 from 30 and 40 (35, 7.07)
-    assert rows == ["| `transformer` | pre | san | 1,2 | 15.0 ± 7.1 | 35.0 ± 7.1 |",
-                    "| `transformer_dman` | pre | dman | 1 | 50.0 | - |",
-                    "| `transformer_dman` | pre | san | 1 | 20.0 | - |"]
-    assert "| architecture | norm | attention | seeds | layer 1, w = 1 | layer 1, w = 2 |" in text
+    assert rows == ["| `transformer` | pre | san | 2 (seeds 1, 2) | 15.0 ± 7.1 | 35.0 ± 7.1 |",
+                    "| `transformer_dman` | pre | dman | 1 (seed 1) | 50.0 | - |",
+                    "| `transformer_dman` | pre | san | 1 (seed 1) | 20.0 | - |"]
+    assert "| architecture | norm | attention | runs analysed | layer 1, w = 1 | layer 1, w = 2 |" in text
 
 
 def test_readme_results_table_by_hand(tmp_path):

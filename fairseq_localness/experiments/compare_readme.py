@@ -201,6 +201,12 @@ def _mass_cell(values: Sequence[float]) -> str:
     return f"{mean:.1f}" + (f" ± {sd:.1f}" if sd is not None else "")
 
 
+def runs_analysed(seeds: Set[int]) -> str:
+    """How many runs a row averages, and their seeds: ``1 (seed 3)``, ``2 (seeds 1, 3)``."""
+    ordered = sorted(seeds)
+    return f"{len(ordered)} (seed{'s' if len(ordered) > 1 else ''} {', '.join(map(str, ordered))})"
+
+
 def render_trained_attention(results: Path = RESULTS, page_dir: Path = ATTENTION_PAGE.parent) -> str:
     """Per corpus, the attention mass within w tokens (Fan et al. 2021 Eq. 13) of every encoder layer of every
     published run that has its analyses: mean ± sd over those runs' seeds, one row per architecture, norm
@@ -228,8 +234,9 @@ def render_trained_attention(results: Path = RESULTS, page_dir: Path = ATTENTION
         columns = sorted({column for by_column in cells.values() for column in by_column})
         order = [row["arch"] for row in table_json["rows"]]
         rows = sorted(cells, key=lambda k: (k[1], order.index(k[0]) if k[0] in order else len(order), k))
-        table = markdown(("architecture", "norm", "attention", "seeds", *(f"layer {l}, w = {w}" for l, w in columns)),
-                         [[f"`{arch}`", norm, kind, ",".join(map(str, sorted(seeds[arch, norm, kind]))),
+        headers = ("architecture", "norm", "attention", "runs analysed", *(f"layer {l}, w = {w}" for l, w in columns))
+        table = markdown(headers,
+                         [[f"`{arch}`", norm, kind, runs_analysed(seeds[arch, norm, kind]),
                            *(_mass_cell(cells[arch, norm, kind][c]) if c in cells[arch, norm, kind] else "-"
                              for c in columns)] for arch, norm, kind in rows])
         rel = Path(os.path.relpath(folder, page_dir)).as_posix()
