@@ -153,3 +153,22 @@ def test_which_encoders_tell_a_sentence_from_its_reversal(tiny_data_bin, arch, s
     backward = model.encoder(src.flip(1), src_lengths=torch.tensor([5]))["encoder_out"][0]
     same = torch.allclose(backward.flip(0), forward, atol=1e-5)
     assert same == symmetric
+
+
+def test_the_pages_parameter_counts_are_the_models():
+    """docs/methods/modern.md's parameter table (WMT14 En-De base size, one joint 32k vocabulary) is what
+    scripts/param_counts.py counts: every row's total, and its delta over fairseq's `transformer`, which the
+    hand-derived 'where' column explains (T5: 2 stacks x 32 buckets x 8 heads = 512, and so on)."""
+    import re
+    from pathlib import Path
+
+    from fairseq_localness.modelbuild import count_parameters, recipe_model
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "methods" / "modern.md").read_text(encoding="utf-8")
+    baseline = count_parameters(recipe_model("transformer", "wmt14"))
+    assert f"added to `transformer` ({baseline:,})" in page
+    rows = re.findall(r"^\| `(transformer_\w+)`(?:, `([^`]+)`)? \| ([\d,]+) \| \+([\d,]+) \|", page, re.M)
+    assert len(rows) == 8
+    for arch, flags, total, added in rows:
+        count = count_parameters(recipe_model(arch, "wmt14", flags.split()))
+        assert (f"{count:,}", f"{count - baseline:,}") == (total, added), (arch, flags)
