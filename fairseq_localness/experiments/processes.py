@@ -112,7 +112,8 @@ def reaped(proc: subprocess.Popen) -> bool:
     return bool(pid)
 
 
-def run_processes(commands: List[List[str]], cpu_workers: bool, cpu: bool = False, pass_fds: Sequence[int] = ()) -> int:
+def run_processes(commands: List[List[str]], cpu_workers: bool, cpu: bool = False,
+                  pass_fds: Sequence[int] = ()) -> int:
     """Start every command, wait for all; if one fails, stop the others. Returns the first non-zero code
     (130 after Ctrl-C, which reaches every child). ``cpu``: a training on the CPU (:func:`cpu_training_env`);
     ``cpu_workers``: several CPU ranks, one thread each, in process groups of their own. ``pass_fds`` stay open
