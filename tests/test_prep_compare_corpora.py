@@ -30,6 +30,17 @@ def lines(path: Path) -> list[str]:
     return path.read_text(encoding="utf-8").split("\n")[:-1]
 
 
+def assert_published_statistics(out: Path, name: str) -> None:
+    """The counts docs/data.md publishes for this corpus (docs/results/prep/corpus-statistics.json, which the
+    docs' prose is held to) are those of a fresh preparation."""
+    from fairseq_localness.experiments.corpus_statistics import corpus_statistics
+
+    published = json.loads((REPO / "docs" / "results" / "prep" / "corpus-statistics.json").read_text(encoding="utf-8"))
+    (record,) = [r for r in published["records"] if r["corpus"] == name]
+    assert corpus_statistics(name, out) == record, \
+        f"{name}: a fresh preparation counts otherwise than corpus-statistics.json: rerun the command of its caption"
+
+
 # --------------------------------------------------------------------------- KFTT helper (prep/kftt.py)
 
 
@@ -160,6 +171,7 @@ def test_prepare_kftt_script(tmp_path):
     expected = {"script": "prepare-kftt.sh", "src": "ja", "tgt": "en", "bpe": "subword_nmt", "lowercased": False,
                 "compound_split": False, "tok_ref": "../tok/test.en", "detok_ref": "../raw/test.en"}
     assert {key: info.get(key) for key in expected} == expected
+    assert_published_statistics(out, "kftt_ja_en")
     refused = run(cmd, env=ENV, check=False)
     assert refused.returncode != 0 and "already holds finished data" in refused.stderr
     missing = run(cmd[:2] + ["--out", str(tmp_path / "other")], env=ENV, check=False)
@@ -193,6 +205,7 @@ def test_prepare_tatoeba_script(tmp_path):
     info = json.loads((out / "data-bin" / "prep-info.json").read_text())
     assert info["script"] == "prepare-tatoeba-zh-en.sh" and (info["src"], info["tgt"]) == ("zh", "en")
     assert info["detok_ref"] == "../raw/test.en" and info["lowercased"] is False
+    assert_published_statistics(out, "tatoeba_zh_en")
     refused = run(cmd, env=ENV, check=False)
     assert refused.returncode != 0 and "already holds finished data" in refused.stderr
     missing = run(cmd[:2] + ["--out", str(tmp_path / "other")], env=ENV, check=False)
@@ -236,3 +249,4 @@ def test_prepare_europarl_length_script(tmp_path):
     longest_test = max(len(line.split()) for line in (out / "raw" / "test.de").read_text(encoding="utf-8").splitlines())
     assert longest_train <= 20 < 60 < longest_test
     assert (out / "data-bin" / "dict.de.txt").read_bytes() == (out / "data-bin" / "dict.en.txt").read_bytes()
+    assert_published_statistics(out, "europarl_len_de_en")
