@@ -724,7 +724,7 @@ def corpus_statistics_table(runs, also):
              " / ".join(str(n) for n in r["test_references_over_cap"].values()),
              r.get("test_references_with_clock_time", "no raw reference")]
             for r in items if r["kind"] == "translation"]
-    table = markdown(("corpus", "pairs: train / valid / test", "dictionary words", "longest training source (words)",
+    table = markdown(("corpus", "pairs: train / valid / test", "dictionary words", "longest training source (tokenised words)",
                       "test sources longer (the longest)", "test sources in train (pairs)",
                       "valid sources in train (pairs)", "longest test reference (BPE tokens)",
                       "test references over the cap: default / `--max-len-a 2 --max-len-b 10`",
