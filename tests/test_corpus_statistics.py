@@ -27,7 +27,9 @@ def translation(tmp_path) -> Path:
     write(root / "tok" / "test.en", ["Z", "W", "B"])
     # BPE: under --max-len-a 2 --max-len-b 10 the second source (6 tokens) allows 2 * 7 + 10 = 24 target tokens and
     # its reference has 25; the third (2 tokens) allows 2 * 3 + 10 = 16 and its reference has exactly 16
-    write(root / "test.de", ["a b c", "f g h i j k", "d e"])
+    write(root / "train.de", ["a b c", "d e", "f g h@@ i"])  # BPE: 3 + 2 + 4 tokens, mean 3
+    write(root / "valid.de", ["d e", "x"])  # mean 1.5
+    write(root / "test.de", ["a b c", "f g h i j k", "d e"])  # mean 11 / 3 = 3.67
     write(root / "test.en", ["Z", " ".join(["w"] * 25), " ".join(["b"] * 16)])
     write(root / "raw" / "test.en", ["It is 4:00 now.", "At 12:30, not 3:1.", "Tokenised 4 : 00 is no time."])
     for lang in ("de", "en"):
@@ -40,6 +42,7 @@ def test_translation_counts_by_hand(translation):
     r = cs.corpus_statistics("toy", translation)
     assert r["pairs"] == {"train": 3, "valid": 2, "test": 3}
     assert r["dictionary_words"] == {"de": 5, "en": 5} and r["joined_dictionary"] is True
+    assert r["source_bpe_tokens_mean"] == {"train": 3.0, "valid": 1.5, "test": 3.67}
     assert (r["train_source_words_max"], r["test_source_words_max"], r["test_sources_longer_than_train"]) == (4, 6, 1)
     assert r["test"] == {"sources_in_train": 2, "pairs_in_train": 1, "sources_in_train_words_max": 3}
     assert r["valid"] == {"sources_in_train": 1, "pairs_in_train": 1, "sources_in_train_words_max": 2}

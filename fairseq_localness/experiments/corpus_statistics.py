@@ -9,7 +9,8 @@ test reference is in BPE tokens against fairseq-generate's length caps, and how 
 Each ``--data NAME=DIR`` is a directory a ``data-prep/prepare-*.sh`` script wrote:
 
 * a translation corpus (``DIR/data-bin/prep-info.json`` names the source and target languages): the tokenised
-  text ``DIR/tok/{train,valid,test}.{src,tgt}``, its BPE ``DIR/{train,valid,test}.{src,tgt}``, the dictionaries
+  text ``DIR/tok/{train,valid,test}.{src,tgt}``, its BPE ``DIR/{train,valid,test}.{src,tgt}`` (the mean source
+  length per split is counted in BPE tokens, without the end-of-sentence symbol), the dictionaries
   ``DIR/data-bin/dict.{src,tgt}.txt`` and the detokenised reference ``DIR/raw/test.{tgt}`` where there is one;
 * a classification corpus (``prepare-sst2.sh``): ``DIR/tok/input0/{train,valid,test}.txt`` and
   ``DIR/data-bin/input0/dict.txt``.
@@ -72,6 +73,7 @@ def translation_statistics(name: str, root: Path, flag: str) -> Dict:
     src, tgt = info["src"], info["tgt"]
     tok = {(split, lang): read_lines(root / "tok" / f"{split}.{lang}", flag) for split in SPLITS for lang in (src, tgt)}
     bpe = {lang: read_lines(root / f"test.{lang}", flag) for lang in (src, tgt)}
+    source_bpe = {split: bpe[src] if split == "test" else read_lines(root / f"{split}.{src}", flag) for split in SPLITS}
     pairs = {}
     for split in SPLITS:
         if len(tok[split, src]) != len(tok[split, tgt]):
@@ -79,6 +81,9 @@ def translation_statistics(name: str, root: Path, flag: str) -> Dict:
         pairs[split] = len(tok[split, src])
     if [len(bpe[src]), len(bpe[tgt])] != [pairs["test"]] * 2:
         raise CorpusError(f"{flag}: {root}/test.{src}/.{tgt} (BPE) differ in lines from {root / 'tok'}/test.*")
+    for split, lines in source_bpe.items():
+        if len(lines) != pairs[split]:
+            raise CorpusError(f"{flag}: {root}/{split}.{src} (BPE) differs in lines from {root / 'tok'}/{split}.{src}")
     train_sources = set(tok["train", src])
     train_pairs = set(zip(tok["train", src], tok["train", tgt]))
     train_max = max(map(words, tok["train", src]))
@@ -89,6 +94,9 @@ def translation_statistics(name: str, root: Path, flag: str) -> Dict:
         "pairs": pairs,
         "dictionary_words": {lang: len(lines) for lang, lines in dictionaries.items()},
         "joined_dictionary": dictionaries[src] == dictionaries[tgt],
+        # the mean source length in BPE tokens, without the end-of-sentence symbol fairseq appends
+        "source_bpe_tokens_mean": {split: round(sum(map(words, lines)) / len(lines), 2)
+                                   for split, lines in source_bpe.items()},
         "train_source_words_max": train_max,
         "test_source_words_max": max(test_lengths),
         "test_sources_longer_than_train": sum(n > train_max for n in test_lengths),

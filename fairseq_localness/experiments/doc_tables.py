@@ -718,13 +718,15 @@ def corpus_statistics_table(runs, also):
     rows = [[f"`{r['corpus']}`", " / ".join(f"{r['pairs'][s]:,}" for s in ("train", "valid", "test")),
              f"{r['dictionary_words'][r['src']]:,}" + (" joined" if r["joined_dictionary"] else
                                                        f" / {r['dictionary_words'][r['tgt']]:,}"),
+             " / ".join(f"{r['source_bpe_tokens_mean'][s]:.1f}" for s in ("train", "valid", "test")),
              r["train_source_words_max"],
              f"{r['test_sources_longer_than_train']:,} ({r['test_source_words_max']})",
              overlap(r["test"]), overlap(r["valid"]), r["test_reference_bpe_max"],
              " / ".join(str(n) for n in r["test_references_over_cap"].values()),
              r.get("test_references_with_clock_time", "no raw reference")]
             for r in items if r["kind"] == "translation"]
-    table = markdown(("corpus", "pairs: train / valid / test", "dictionary words", "longest training source (tokenised words)",
+    table = markdown(("corpus", "pairs: train / valid / test", "dictionary words",
+                      "mean source length (BPE tokens): train / valid / test", "longest training source (tokenised words)",
                       "test sources longer (the longest)", "test sources in train (pairs)",
                       "valid sources in train (pairs)", "longest test reference (BPE tokens)",
                       "test references over the cap: default / `--max-len-a 2 --max-len-b 10`",
