@@ -726,7 +726,8 @@ def corpus_statistics_table(runs, also):
              r.get("test_references_with_clock_time", "no raw reference")]
             for r in items if r["kind"] == "translation"]
     table = markdown(("corpus", "pairs: train / valid / test", "dictionary words",
-                      "mean source length (BPE tokens): train / valid / test", "longest training source (tokenised words)",
+                      "mean source length (BPE tokens): train / valid / test",
+                      "longest training source (tokenised words)",
                       "test sources longer (the longest)", "test sources in train (pairs)",
                       "valid sources in train (pairs)", "longest test reference (BPE tokens)",
                       "test references over the cap: default / `--max-len-a 2 --max-len-b 10`",
