@@ -72,18 +72,18 @@ def translation_statistics(name: str, root: Path, flag: str) -> Dict:
     info = json.loads((root / "data-bin" / "prep-info.json").read_text(encoding="utf-8"))
     src, tgt = info["src"], info["tgt"]
     tok = {(split, lang): read_lines(root / "tok" / f"{split}.{lang}", flag) for split in SPLITS for lang in (src, tgt)}
-    bpe = {lang: read_lines(root / f"test.{lang}", flag) for lang in (src, tgt)}
-    source_bpe = {split: bpe[src] if split == "test" else read_lines(root / f"{split}.{src}", flag) for split in SPLITS}
+    # BPE: every split's source (its mean length), and the test references (their length against the caps)
+    bpe = {(split, src): read_lines(root / f"{split}.{src}", flag) for split in SPLITS}
+    bpe["test", tgt] = read_lines(root / f"test.{tgt}", flag)
     pairs = {}
     for split in SPLITS:
         if len(tok[split, src]) != len(tok[split, tgt]):
             raise CorpusError(f"{flag}: {root / 'tok'}/{split}.{src} and .{tgt} differ in lines")
         pairs[split] = len(tok[split, src])
-    if [len(bpe[src]), len(bpe[tgt])] != [pairs["test"]] * 2:
-        raise CorpusError(f"{flag}: {root}/test.{src}/.{tgt} (BPE) differ in lines from {root / 'tok'}/test.*")
-    for split, lines in source_bpe.items():
+    for (split, lang), lines in bpe.items():
         if len(lines) != pairs[split]:
-            raise CorpusError(f"{flag}: {root}/{split}.{src} (BPE) differs in lines from {root / 'tok'}/{split}.{src}")
+            raise CorpusError(f"{flag}: {root}/{split}.{lang} (BPE) differs in lines from "
+                              f"{root / 'tok'}/{split}.{lang}")
     train_sources = set(tok["train", src])
     train_pairs = set(zip(tok["train", src], tok["train", tgt]))
     train_max = max(map(words, tok["train", src]))
@@ -95,16 +95,16 @@ def translation_statistics(name: str, root: Path, flag: str) -> Dict:
         "dictionary_words": {lang: len(lines) for lang, lines in dictionaries.items()},
         "joined_dictionary": dictionaries[src] == dictionaries[tgt],
         # the mean source length in BPE tokens, without the end-of-sentence symbol fairseq appends
-        "source_bpe_tokens_mean": {split: round(sum(map(words, lines)) / len(lines), 2)
-                                   for split, lines in source_bpe.items()},
+        "source_bpe_tokens_mean": {split: round(sum(map(words, bpe[split, src])) / pairs[split], 2)
+                                   for split in SPLITS},
         "train_source_words_max": train_max,
         "test_source_words_max": max(test_lengths),
         "test_sources_longer_than_train": sum(n > train_max for n in test_lengths),
         "test": overlap(tok["test", src], tok["test", tgt], train_pairs, train_sources),
         "valid": overlap(tok["valid", src], tok["valid", tgt], train_pairs, train_sources),
     }
-    reference_lengths = [words(line) for line in bpe[tgt]]
-    source_lengths = [words(line) for line in bpe[src]]
+    reference_lengths = [words(line) for line in bpe["test", tgt]]
+    source_lengths = [words(line) for line in bpe["test", src]]
     record["test_reference_bpe_max"] = max(reference_lengths)
     record["test_references_over_cap"] = {
         cap_name(a, b): sum(ref > a * (s + 1) + b for ref, s in zip(reference_lengths, source_lengths))
