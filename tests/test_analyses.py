@@ -232,6 +232,51 @@ def test_ngram_gap_pools_seeds_and_lowercases(tmp_path):
         ngram_gap({"local": [str(tmp_path / "seed1"), str(tmp_path / "short")]}, str(tmp_path / "base"), str(tmp_path / "ref"))
 
 
+def test_ngram_gap_writes_a_result_file_the_docs_table_reads(tmp_path, monkeypatch):
+    """``--json`` records the table's rows with the command, the baseline's name and every file a pattern matched;
+    the docs' generated table renders it; a result file already there is refused before anything is scored."""
+    from fairseq_localness.analyses import cli
+    from fairseq_localness.experiments.doc_tables import ngram_gap_table
+
+    ref = "a b c d e f g h i"
+    (tmp_path / "ref").write_text(ref + "\n")
+    for seed, line in ((1, ref), (2, "a b c d x f g h i")):
+        (tmp_path / f"seed{seed}").mkdir()
+        (tmp_path / f"seed{seed}" / "local.txt").write_text(line + "\n")
+    (tmp_path / "base.txt").write_text(ref + "\n")
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)  # the command would record it (pytest-xdist sets it)
+    result = tmp_path / "results" / "gap.json"
+    argv = ["ngram-gap", "--ref", str(tmp_path / "ref"), "--baseline", str(tmp_path / "base.txt"),
+            "--baseline-name", "transformer", "--hyp", f"local={tmp_path}/seed*/local.txt", "--max-order", "2",
+            "--out", str(tmp_path / "out"), "--json", str(result), "--note", "Two seeds of a toy system."]
+    written = cli.main(argv)
+    assert written["json"] == str(result)
+    run = json.loads(result.read_text())
+    assert run["command"] == "python scripts/analyze.py " + " ".join(
+        f"'{a}'" if "*" in a or " " in a else a for a in argv)
+    assert {"date", "time", "machine", "load_average"} <= set(run)
+    assert run["baseline"] == "transformer" and run["note"] == "Two seeds of a toy system."
+    assert run["files"] == {"transformer": [str(tmp_path / "base.txt")],
+                            "local": [f"{tmp_path}/seed1/local.txt", f"{tmp_path}/seed2/local.txt"]}
+    assert "over the baseline transformer" in run["caption"] and "transformer 1 files" in run["caption"]
+    # pooled by hand: seed 1 all right, seed 2 misses the n-grams over its 5th word (1 of 9 unigrams, 2 of 8 bigrams)
+    assert [(r["system"], r["n"], round(r["gap"], 4)) for r in run["records"]] == [
+        ("local", 1, round(-100 * 1 / 18, 4)), ("local", 2, round(-100 * 2 / 16, 4))]
+    assert ngram_gap_table([run], []).splitlines()[2:] == [
+        "| `transformer` (p_n) | 100.00 | 100.00 |", "| `local` (gap) | -5.56 | -12.50 |"]
+    before = result.read_text()
+    with pytest.raises(AnalysisError, match="--json .*gap.json exists; pass --overwrite"):
+        cli.main([*argv[:-4], "--out", str(tmp_path / "elsewhere"), "--json", str(result)])
+    assert result.read_text() == before and not (tmp_path / "elsewhere").exists()
+    for bad, why in ((["--hyp", f"local={tmp_path}/seed9*/local.txt"], "--hyp local=.*seed9.*: no file matches"),
+                     (["--baseline", f"{tmp_path}/nothing*.txt"], "--baseline .*nothing.*: no file matches"),
+                     (["--note", "x"], "--note is recorded in the --json result file")):
+        with pytest.raises(AnalysisError, match=why):
+            cli.main(["ngram-gap", "--ref", str(tmp_path / "ref"), "--baseline", str(tmp_path / "base.txt"),
+                      "--hyp", f"local={tmp_path}/seed1/local.txt", "--out", str(tmp_path / "bad"), *bad])
+    assert not (tmp_path / "bad").exists()
+
+
 def test_generate_output_and_length_buckets(tmp_path):
     generate = "S-1\tx y z\nT-1\tc d e f\nH-1\t-0.5\tc d e f\nS-0\tx\nT-0\ta b\nH-0\t-0.1\ta q\n"
     (tmp_path / "gen.txt").write_text(generate)

@@ -93,8 +93,9 @@ def _pooled(paths: Files, references: Sequence[str], ref_path: str, name: str) -
 
 
 def ngram_gap(systems: Dict[str, Files], baseline: Files, reference: str, max_order: int = 8, tokenize: str = "13a",
-              lowercase: bool = False):
-    """Table and figure of p_n(system) - p_n(baseline) for n = 1..max_order.
+              lowercase: bool = False, baseline_name: str = "baseline"):
+    """Table and figure of p_n(system) - p_n(baseline) for n = 1..max_order; ``baseline_name`` names the baseline
+    in the caption.
 
     A system (or the baseline) given as several files is scored seed-pooled: its files concatenated, the
     references repeated once per file.
@@ -106,13 +107,14 @@ def ngram_gap(systems: Dict[str, Files], baseline: Files, reference: str, max_or
     base_p, base_bleu = ngram_scores(*base, max_order, tokenize, lowercase)
     # the files of each system: its references are repeated once per file
     files = {**{name: len(repeated) // len(refs) for name, (_, repeated) in hyps.items()},
-             "baseline": len(base[1]) // len(refs)}
+             baseline_name: len(base[1]) // len(refs)}
     pooled = (" Seed-pooled: " + ", ".join(f"{name} {count} files" for name, count in files.items())
               + "." if max(files.values()) > 1 else "")
     table = Table(["system", "n", "precision", "baseline_precision", "gap"],
                   caption=f"Yang et al. (2018) Figure 4 / Yang et al. (2019) Figure 3: gap in n-gram precision p_n "
                           f"(sacreBLEU counts, tokenize={tokenize}{', lowercased' if lowercase else ''}, points) "
-                          f"over the baseline (baseline BLEU with n-grams up to {max_order}: {base_bleu:.2f}).{pooled}")
+                          f"over the baseline {baseline_name} (its BLEU with n-grams up to {max_order}: "
+                          f"{base_bleu:.2f}).{pooled}")
     fig, axes = figure(1, 1, width=5.6, height=2.4)  # room for the legend beside the axes
     ax = axes[0][0]
     for colour, (name, (lines, repeated_refs)) in zip(SYSTEM_COLOURS, hyps.items()):

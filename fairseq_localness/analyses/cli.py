@@ -2,12 +2,15 @@
 
 Each analysis writes OUT/NAME.png (the figure), OUT/NAME.csv (the numbers behind it)
 and OUT/NAME.md (a markdown table); ``--overwrite`` replaces earlier outputs.
+``--json PATH`` also writes the table as a result file for docs/results/: its rows, with the
+date, machine, load and command that made them (the docs' generated tables read it).
 ``fairseq-localness-analyze list`` prints the analyses with the figure or table each reproduces.
 """
 
 from __future__ import annotations
 
 import argparse
+import glob
 import os
 import sys
 from dataclasses import dataclass
@@ -16,6 +19,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 from ..cli import int_at_least
 from ..evaluation.scoring import tokenizer_argument
 from ..paths import USER_DIR
+from ..provenance import command_line, load_average, result_file_problem, run_header, utc_now, write_result_file
 from .loading import (AnalysisError, LoadedModel, PassOptions, load_checkpoint, parse_labelled, require_method,
                       require_sentences)
 from .output import Outputs
@@ -29,6 +33,8 @@ class Analysis:
     add_arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace, Outputs], Dict[str, str]]
     extra_tables: Tuple[str, ...] = ()  # the keys of the NAME-KEY.csv tables it writes beside NAME.csv
+    # what a --json result file records beside the rows, from the arguments (the inputs a reader needs to know)
+    result_fields: Callable[[argparse.Namespace], Dict[str, object]] = lambda args: {}
 
 
 _one_based = int_at_least(1, "heads and layers are counted from 1")
@@ -56,17 +62,39 @@ def _ints(text: str) -> List[int]:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
 
 
+def _matching_files(path: str, flag: str, value: str) -> List[str]:
+    """``path``, or the files a pattern in it matches (``seed*``: a system's seeds), sorted."""
+    if not glob.has_magic(path):
+        return [path]
+    matches = sorted(glob.glob(path))
+    if not matches:
+        raise AnalysisError(f"{flag} {value}: no file matches {path}")
+    return matches
+
+
 def _pooled_files(values: Sequence[str], flag: str) -> Dict[str, List[str]]:
-    """NAME=FILE values, the files of a repeated NAME kept together (its seeds)."""
+    """NAME=FILE values, the files of a repeated NAME kept together (its seeds); a FILE pattern gives its matches."""
     named: Dict[str, List[str]] = {}
     for value in values:
-        label, path = parse_labelled(value)
+        label, pattern = parse_labelled(value)
         if label is None:
             raise AnalysisError(f"{flag} {value}: give NAME=FILE")
-        if path in named.get(label, []):
-            raise AnalysisError(f"{flag} {value}: {path} is given twice for {label}")
-        named.setdefault(label, []).append(path)
+        for path in _matching_files(pattern, flag, value):
+            if path in named.get(label, []):
+                raise AnalysisError(f"{flag} {value}: {path} is given twice for {label}")
+            named.setdefault(label, []).append(path)
     return named
+
+
+def _baseline_files(values: Sequence[str]) -> List[str]:
+    """The --baseline files, patterns expanded, none given twice."""
+    files: List[str] = []
+    for value in values:
+        for path in _matching_files(value, "--baseline", value):
+            if path in files:
+                raise AnalysisError(f"--baseline {value}: {path} is given twice")
+            files.append(path)
+    return files
 
 
 def _labelled_files(values: Sequence[str], flag: str) -> Dict[str, str]:
@@ -231,10 +259,13 @@ def _run_heatmap(args, out: Outputs):
 
 def _args_ngram(parser):
     parser.add_argument("--hyp", action="append", required=True, metavar="NAME=FILE",
-                        help="a system's translations (repeatable; a NAME given several times is scored seed-pooled "
-                             "over its files)")
+                        help="a system's translations (repeatable; a NAME given several times, or a FILE pattern such "
+                             "as 'csan=runs/csan/seed*/hyp.txt', is scored seed-pooled over its files)")
     parser.add_argument("--baseline", action="append", required=True, metavar="FILE",
-                        help="the baseline's translations (repeatable: several files are scored seed-pooled)")
+                        help="the baseline's translations (repeatable, or a pattern: several files are scored "
+                             "seed-pooled)")
+    parser.add_argument("--baseline-name", default="baseline", metavar="NAME",
+                        help="the baseline's name in the caption and the --json result file (default: baseline)")
     parser.add_argument("--ref", required=True, help="references (plain text or fairseq-generate output's T- lines)")
     parser.add_argument("--max-order", type=int, default=8, help="highest n-gram order (papers: 8)")
     parser.add_argument("--tokenize", type=tokenizer_argument, default="13a",
@@ -246,9 +277,15 @@ def _args_ngram(parser):
 def _run_ngram(args, out: Outputs):
     from .bleu import ngram_gap
 
-    table, fig = ngram_gap(_pooled_files(args.hyp, "--hyp"), args.baseline, args.ref, args.max_order, args.tokenize,
-                           args.lowercase)
+    table, fig = ngram_gap(_pooled_files(args.hyp, "--hyp"), _baseline_files(args.baseline), args.ref, args.max_order,
+                           args.tokenize, args.lowercase, args.baseline_name)
     return out.write(args.name, table, fig)
+
+
+def _ngram_fields(args) -> Dict[str, object]:
+    """The baseline's name (the docs' table labels its row with it) and every file scored, patterns expanded."""
+    return {"baseline": args.baseline_name, "reference": args.ref,
+            "files": {args.baseline_name: _baseline_files(args.baseline), **_pooled_files(args.hyp, "--hyp")}}
 
 
 def _args_length(parser):
@@ -329,7 +366,7 @@ ANALYSES: Dict[str, Analysis] = {
     "gaussian-scopes": Analysis("predicted centre P and window D per layer: scatter and histogram", "Yang 2018 Fig. 3", True,
                                 _args_scopes, _run_scopes, extra_tables=("samples",)),
     "ngram-gap": Analysis("n-gram precision gap over a baseline, n = 1..8 (text files)", "Yang 2018 Fig. 4, Yang 2019 Fig. 3",
-                          False, _args_ngram, _run_ngram),
+                          False, _args_ngram, _run_ngram, result_fields=_ngram_fields),
     "window-sweep": Analysis("BLEU against the CSAN window M / 2D heads N over run directories", "Yang 2019 Fig. 2", False,
                              _args_sweep, _run_sweep),
     "hybrid-sweep": Analysis("BLEU and mean gate against the hybrid window m over run directories", "Xu 2019 Fig. 2", True,
@@ -355,7 +392,12 @@ def build_parser() -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=f"{analysis.help} ({analysis.paper})")
         sub.add_argument("--out", default="runs/analyses", help="output directory (default: runs/analyses, which git ignores)")
         sub.add_argument("--name", default=name, help=f"output file stem (default: {name})")
-        sub.add_argument("--overwrite", action="store_true", help="replace existing outputs")
+        sub.add_argument("--overwrite", action="store_true",
+                         help="replace existing outputs (and an existing --json file)")
+        sub.add_argument("--json", metavar="PATH",
+                         help="also write the table as a docs/results/ result file: its rows, with the date, machine, "
+                              "load and command")
+        sub.add_argument("--note", help="with --json: a sentence on the inputs, recorded in the result file")
         if analysis.needs_checkpoint:
             if name != "hybrid-sweep":
                 sub.add_argument("--checkpoint", action="append", required=True, metavar="[LABEL=]PATH",
@@ -372,6 +414,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _json_value(value: object) -> object:
+    """A table cell as JSON: numpy and torch scalars become Python numbers."""
+    return value.item() if hasattr(value, "item") else value
+
+
+def result_file(args: argparse.Namespace, analysis: Analysis, table, csv_path: str, header: dict) -> dict:
+    """What ``--json`` writes: the provenance ``header``, the analysis, its caption and inputs, and the table's rows."""
+    content = {**header, "source": f"written by the command, the rows of the table it wrote to {csv_path}"}
+    if args.note:
+        content["note"] = args.note
+    content.update({"analysis": args.analysis, "paper": analysis.paper, "caption": table.caption,
+                    **analysis.result_fields(args),
+                    "records": [{c: _json_value(row.get(c)) for c in table.columns} for row in table.rows]})
+    return content
+
+
 def main(argv: Optional[Sequence[str]] = None) -> Dict[str, str]:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -379,12 +437,24 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, str]:
         for name, analysis in ANALYSES.items():
             print(f"{name:18s} {analysis.paper:34s} {analysis.help}")
         return {}
+    if args.note and not args.json:
+        raise AnalysisError("--note is recorded in the --json result file: give --json PATH too")
+    problem = args.json and result_file_problem(args.json, "--json", args.overwrite)
+    if problem:
+        raise AnalysisError(problem)
     out = Outputs(args.out, overwrite=args.overwrite)
     analysis = ANALYSES[args.analysis]
     out.check(args.name, [out.extra_table_name(args.name, key) for key in analysis.extra_tables])  # before any long pass
+    started, load_before = utc_now(), load_average()
     written = analysis.run(args, out)
+    if args.json:
+        command = command_line("python scripts/analyze.py", sys.argv[1:] if argv is None else argv)
+        header = run_header(started, load_before, load_average(), command)
+        write_result_file(args.json, result_file(args, analysis, out.tables[args.name], written["csv"], header))
     for kind, path in written.items():
         print(f"{kind:12s} {path}")
+    if args.json:
+        written["json"] = args.json
     return written
 
 

@@ -97,6 +97,7 @@ class Outputs:
     directory: str
     overwrite: bool = False
     written: List[str] = field(default_factory=list)
+    tables: Dict[str, Table] = field(default_factory=dict)  # NAME -> the table written to NAME.csv
 
     def paths(self, name: str) -> Dict[str, str]:
         return {ext: os.path.join(self.directory, f"{name}.{ext}") for ext in ("png", "csv", "md")}
@@ -133,6 +134,7 @@ class Outputs:
             write_csv(path, extra)
             paths[f"csv:{key}"] = path
         self.written.extend(paths.values())
+        self.tables[name] = table
         return paths
 
 
