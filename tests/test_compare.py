@@ -1122,6 +1122,7 @@ def test_bleu_by_length_is_scored_as_the_runs_were(tmp_path, recorded, bleu):
     records = [{"arch": "transformer", "norm": "pre", "seed": 1, "eval_dir": "pre/transformer/seed1/eval-test"}]
     compare.write_buckets(grid, records, [5], lowercase=not recorded)
     assert (grid.root / "buckets.csv").read_text().splitlines()[1] == f"lbl,transformer,pre,1,1-5,1,{bleu}"
+    assert "mean ± sd over seeds; 1 run; measured" in (grid.root / "buckets.md").read_text()
 
 
 def test_the_caption_names_every_command_of_the_label_and_the_norms_of_its_runs(tmp_path):

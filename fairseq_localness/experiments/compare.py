@@ -862,6 +862,11 @@ def measured_dates(grid: Grid, records: List[Dict[str, Any]]) -> str:
     return min(days) if len(days) == 1 else f"{min(days)} to {max(days)}"
 
 
+def _runs(count: int) -> str:
+    """'1 run', '2 runs': the captions count a grid's finished runs, one while it starts."""
+    return f"{count} run" if count == 1 else f"{count} runs"
+
+
 def write_outputs(grid: Grid, records: List[Dict[str, Any]], rows: List[Dict[str, Any]], command: str,
                   machine: str, samples: int = 1000) -> str:
     """runs.csv/json, table.md/json and figure.png in WORK/LABEL; returns the markdown."""
@@ -876,7 +881,7 @@ def write_outputs(grid: Grid, records: List[Dict[str, Any]], rows: List[Dict[str
     (root / "runs.json").write_text(json.dumps(records, indent=1) + "\n", encoding="utf-8")
     date = measured_dates(grid, records)
     commands, planned, unrecorded = table_commands(grid, records, command)
-    caption = (f"{grid.label}: {len(records)} runs finished (of the {planned} "
+    caption = (f"{grid.label}: {_runs(len(records))} finished (of the {planned} "
                f"{'its commands plan' if len(commands) > 1 else 'its command plans'}); measured {date} on {machine}; "
                f"{'commands' if len(commands) > 1 else 'command'}: " + "; ".join(f"`{c}`" for c in commands)
                + (f"; and {unrecorded} run(s) of a command not recorded" if unrecorded else ""))
@@ -1058,7 +1063,7 @@ def write_buckets(grid: Grid, records: List[Dict[str, Any]], edges: Sequence[int
             cells.append(cell)
         table.append(f"| `{arch}` | {norm} | " + " | ".join(cells) + " |")
     caption = (f"{grid.label}: tokenized BLEU by source length in tokenised words (the header gives each bucket's "
-               f"sentences), mean ± sd over seeds; {len(records)} runs; measured {measured_dates(grid, records)} (the "
+               f"sentences), mean ± sd over seeds; {_runs(len(records))}; measured {measured_dates(grid, records)} (the "
                "days the runs finished training) by the command of table.md. "
                f"In brackets: seed-pooled BLEU of the bucket minus that of `{grid.baseline}` (same norm placement, the "
                f"seeds both have), ⇑/⇓ p < 0.01 and ↑/↓ p < 0.05 from a paired bootstrap of the bucket's sentences "
