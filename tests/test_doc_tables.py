@@ -210,7 +210,9 @@ def test_corpus_facts_in_prose_are_the_counted_ones():
             f"with the same English; all are headings of one to {words[kftt['test']['sources_in_train_words_max']]} words",
             f"{words[default_cap]} test reference is longer ({kftt['test_reference_bpe_max']} BPE tokens), and "
             f"Europarl's `--max-len-a 2 --max-len-b 10` would cap {words[europarl_cap]}",
-            f"{kftt['pairs']['train']:,} / {kftt['pairs']['valid']:,} (tune) / {kftt['pairs']['test']:,} (dev)"],
+            f"{kftt['pairs']['train']:,} / {kftt['pairs']['valid']:,} (tune) / {kftt['pairs']['test']:,} (dev)",
+            "sources are longer on average than the training sources ({valid:.1f} and {test:.1f} BPE tokens against "
+            "{train:.1f})".format(**kftt["source_bpe_tokens_mean"])],
         "docs/data.md": [
             f"{kftt['test_sources_longer_than_train']} of the {kftt['pairs']['test']:,} test sources are longer (up to "
             f"{kftt['test_source_words_max']} words)",
