@@ -212,7 +212,10 @@ def test_corpus_facts_in_prose_are_the_counted_ones():
             f"Europarl's `--max-len-a 2 --max-len-b 10` would cap {words[europarl_cap]}",
             f"{kftt['pairs']['train']:,} / {kftt['pairs']['valid']:,} (tune) / {kftt['pairs']['test']:,} (dev)",
             "sources are longer on average than the training sources ({valid:.1f} and {test:.1f} BPE tokens against "
-            "{train:.1f})".format(**kftt["source_bpe_tokens_mean"])],
+            "{train:.1f})".format(**kftt["source_bpe_tokens_mean"]),
+            "{train:,} / {valid:,} (val) / {test:,} (test2016)".format(**corpus["multi30k_de_en"]["pairs"]),
+            "| {train:,} / {valid:,} / {test:,} |".format(**tatoeba["pairs"]),
+            "{train:,} / {valid:,} (at most 20 source words) / {test:,} (200 per bucket".format(**europarl["pairs"])],
         "docs/data.md": [
             f"{kftt['test_sources_longer_than_train']} of the {kftt['pairs']['test']:,} test sources are longer (up to "
             f"{kftt['test_source_words_max']} words)",
@@ -230,3 +233,100 @@ def test_corpus_facts_in_prose_are_the_counted_ones():
         body = " ".join((REPO / page).read_text(encoding="utf-8").split())
         missing = [phrase for phrase in phrases if phrase not in body]
         assert not missing, f"{page} no longer says what corpus-statistics.json counts: {missing}"
+
+
+def _published_runs(label: str) -> dict:
+    """(arch, norm, seed) -> the row of a published comparison's runs.csv, numbers as floats."""
+    import csv
+
+    with open(REPO / "docs" / "results" / "compare" / label / "runs.csv", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    numeric = ("sacrebleu", "params", "train_wps", "updates", "epochs", "best_valid_loss")
+    return {(r["arch"], r["norm"], int(r["seed"])): {**r, **{k: float(r[k]) for k in numeric}} for r in rows}
+
+
+def _training_log(arch: str, seed: int) -> tuple:
+    """A published Multi30k pre-norm run's training log: when it started, and its 'done training in S seconds'."""
+    from datetime import datetime
+
+    log = (REPO / "docs/results/compare/multi30k_de_en/pre" / arch / f"seed{seed}/checkpoints/hydra_train.log").read_text()
+    started = datetime.strptime(log[1:20], "%Y-%m-%d %H:%M:%S")
+    return started, float(re.search(r"done training in ([\d.]+) seconds", log).group(1))
+
+
+def test_comparison_prose_is_the_published_runs():
+    """The numbers compare.md states in prose about the published grid are its runs.csv, its runs' logs, its
+    tables and the one-process benchmark; a republished run that changes one fails here, not in a reader's hands."""
+    multi30k, kftt = _published_runs("multi30k_de_en"), _published_runs("kftt_ja_en")
+    base, dman = multi30k["transformer", "pre", 1], multi30k["transformer_dman", "pre", 1]
+    gaussian, cnns = multi30k["transformer_gaussian_local", "pre", 1], multi30k["transformer_cnns", "pre", 1]
+    one_process = {r["arch"]: r["train_ratio"]["median"]
+                   for r in doc_tables.load_run(doc_tables.RESULTS / "benchmark" / "compare-size-cpu-time.json")["records"]}
+    started_1, seconds_1 = _training_log("transformer", 1)
+    started_2, seconds_2 = _training_log("transformer", 2)
+    second = multi30k["transformer", "pre", 2]
+    about = lambda wps: f"{round(wps / 50) * 50:,}"  # noqa: E731 -- "about 1,200": to the nearest 50
+    said = [
+        f"about {about(gaussian['train_wps'])} and {about(cnns['train_wps'])} against the baseline's "
+        f"{about(base['train_wps'])})",
+        f"Gaussian localness trains at {one_process['transformer_gaussian_local']:.2f} of the Transformer's speed (its "
+        f"seed-1 run against the baseline's, on the two machines: {gaussian['train_wps'] / base['train_wps']:.2f}), "
+        f"and the CNNs baseline at {one_process['transformer_cnns']:.2f} (seed 1: "
+        f"{cnns['train_wps'] / base['train_wps']:.2f})",
+        f"One epoch of Multi30k is {base['updates'] / base['epochs']:.0f} updates",
+        f"trained at about {base['updates'] / seconds_1:.1f} updates/s",
+        f"its {base['epochs']:.0f} epochs in about an hour",
+        f"{(started_2 - started_1).total_seconds() / 3600:.0f} hours later",
+        f"at {second['updates'] / seconds_2:.2f} updates/s ({second['updates']:,.0f} updates in {seconds_2:,.0f} s",
+        f"{second['epochs']:.0f} epochs in 1 h {(seconds_2 - 3600) / 60:.0f} min",
+        f"stops after {base['epochs']:.0f} epochs at validation loss {base['best_valid_loss']:.2f} and sacreBLEU "
+        f"{base['sacrebleu']:.2f}",
+        f"by {dman['sacrebleu'] - base['sacrebleu']:+.2f} sacreBLEU here (seed 1, {dman['sacrebleu']:.2f} against "
+        f"{base['sacrebleu']:.2f} in `runs.csv`)",
+        f"The Transformer ({kftt['transformer', 'pre', 1]['params'] / 1e6:.2f}M parameters) scores "
+        f"{kftt['transformer', 'pre', 1]['sacrebleu']:.2f} sacreBLEU on the dev set (seed 1)",
+    ]
+    assert 55 <= seconds_1 / 60 <= 65 and seconds_1 / base["epochs"] < 180  # "about an hour", "under 3 minutes"
+    body = " ".join((REPO / "docs" / "compare.md").read_text(encoding="utf-8").split())
+    missing = [phrase for phrase in said if phrase not in body]
+    assert not missing, f"docs/compare.md no longer says what the published runs hold: {missing}"
+
+
+def test_ngram_gap_prose_is_its_table():
+    """What docs/analyses.md reads off the n-gram gap table (analyses/ngram-gap-multi30k.json)."""
+    run = doc_tables.load_run(doc_tables.RESULTS / "analyses" / "ngram-gap-multi30k.json")
+    gaps = {}
+    for r in run["records"]:
+        gaps.setdefault(r["system"].removeprefix("transformer_"), {})[r["n"]] = round(r["gap"], 2)
+    diffwin, csan1d, csan2d = gaps["diffwin"], gaps["csan1d"], gaps["csan2d"]
+    # "Only the Differentiable Window has the papers' shape: behind on p_1 to p_4, ahead from n = 5 on"
+    shaped = [name for name, gap in gaps.items() if gap[1] < 0 and gap[max(gap)] > 0]
+    assert shaped == ["diffwin"] and all(diffwin[n] < 0 for n in range(1, 5)) and all(diffwin[n] > 0 for n in range(5, 9))
+    long_orders = [csan1d[n] for n in range(2, 9)]
+    assert all(g > 0 for g in csan1d.values())  # "CSAN-1D is ahead at every order"
+    assert all(abs(g) < 0.5 for g in gaps["gaussian_local"].values())  # "within half a point"
+    assert all(csan2d[n] < 0 for n in range(2, 9))  # "behind from n = 2 on"
+    for name in ("hybrid_local", "dman"):  # "ahead at every order, with their largest gaps at n = 3 to 6"
+        assert all(g > 0 for g in gaps[name].values()) and 3 <= max(gaps[name], key=gaps[name].get) <= 6
+    said = [f"by {min(long_orders):.2f} to {max(long_orders):.2f} points from n = 2",
+            f"2D-CSAN within {max(abs(g) for g in csan2d.values()):.2f}, behind from n = 2 on"]
+    body = " ".join((REPO / "docs" / "analyses.md").read_text(encoding="utf-8").split())
+    assert not [phrase for phrase in said if phrase not in body], said
+
+
+def test_suite_times_are_the_measured_ones():
+    """docs/testing.md's overview table and prose give the timed runs of testing/default-run-time.json and
+    testing/slow-suite-bleu.json."""
+    runs = doc_tables.load_run(doc_tables.RESULTS / "testing" / "default-run-time.json")["records"]
+    one_process, collection_order, longest_first = (r["seconds"] for r in runs)
+    family_minutes = [r["train_minutes"]
+                      for r in doc_tables.load_run(doc_tables.RESULTS / "testing" / "slow-suite-bleu.json")["records"]]
+    said = [f"`pytest -n 2 --dist loadfile` | {longest_first / 60:.0f} min (below) |",
+            f"| `pytest` | {one_process / 60:.0f} min |",
+            f"{min(family_minutes)} to {max(family_minutes)} min of wall time per family",
+            f"two workers finish only {one_process / longest_first:.1f} times sooner than one process",
+            "in the measured runs below that saved about a minute"]
+    assert round((collection_order - longest_first) / 60) == 1  # "about a minute"
+    body = " ".join((REPO / "docs" / "testing.md").read_text(encoding="utf-8").split())
+    missing = [phrase for phrase in said if phrase not in body]
+    assert not missing, f"docs/testing.md no longer gives the measured times: {missing}"
