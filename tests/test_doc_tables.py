@@ -330,3 +330,30 @@ def test_suite_times_are_the_measured_ones():
     body = " ".join((REPO / "docs" / "testing.md").read_text(encoding="utf-8").split())
     missing = [phrase for phrase in said if phrase not in body]
     assert not missing, f"docs/testing.md no longer gives the measured times: {missing}"
+
+
+def test_dman_pages_parameter_counts_are_the_models():
+    """docs/dman.md's parameter counts are the models' (Multi30k's joined dictionary of corpus-statistics.json,
+    shared embeddings): 27% more for DMAN at the slow test's 256-dim size, and the 128-dim study's 2.41M / 2.00M /
+    2.40M, which dman/norm-placement.json records and its table shows."""
+    from fairseq_localness.modelbuild import build_model_with_vocab, count_parameters
+
+    statistics = doc_tables.load_run(doc_tables.RESULTS / "prep" / "corpus-statistics.json")
+    words = next(r for r in statistics["records"] if r["corpus"] == "multi30k_de_en")["dictionary_words"]["de"]
+
+    def millions(arch: str, dim: int, ffn: int) -> float:
+        size = ["--encoder-layers", "3", "--decoder-layers", "3", "--encoder-embed-dim", str(dim),
+                "--decoder-embed-dim", str(dim), "--encoder-ffn-embed-dim", str(ffn), "--decoder-ffn-embed-dim",
+                str(ffn), "--encoder-attention-heads", "4", "--decoder-attention-heads", "4", "--share-all-embeddings"]
+        return count_parameters(build_model_with_vocab(arch, words, words, True, size)) / 1e6
+
+    slow_test = millions("transformer_dman", 256, 512) / millions("transformer_localness", 256, 512) - 1
+    study = {arch: round(millions(arch, 128, 256), 2) for arch in ("transformer_dman", "transformer_localness",
+                                                                  "transformer_sman")}
+    recorded = {r["params_m"] for r in doc_tables.load_run(doc_tables.RESULTS / "dman" / "norm-placement.json")["records"]}
+    assert recorded == set(study.values())
+    said = [f"DMAN has {slow_test:.0%} more parameters at this size",
+            "DMAN has {transformer_dman:.2f}M parameters, the Transformer {transformer_localness:.2f}M and SMAN "
+            "{transformer_sman:.2f}M".format(**study)]
+    body = " ".join((REPO / "docs" / "dman.md").read_text(encoding="utf-8").split())
+    assert not [phrase for phrase in said if phrase not in body], said
