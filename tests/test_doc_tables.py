@@ -357,3 +357,15 @@ def test_dman_pages_parameter_counts_are_the_models():
             "{transformer_sman:.2f}M".format(**study)]
     body = " ".join((REPO / "docs" / "dman.md").read_text(encoding="utf-8").split())
     assert not [phrase for phrase in said if phrase not in body], said
+
+
+def test_probing_text_size_is_its_files():
+    """docs/probing.md's held-out probing text: the first 20,000 lines of Europarl and newstest2014, counted."""
+    wmt = REPO.parent / "shared" / "data" / "wmt14_ende"
+    europarl, newstest = wmt / "raw_sample_simt" / "europarl_head20k.en", wmt / "raw" / "newstest2014.full.en"
+    if not (europarl.is_file() and newstest.is_file()):
+        pytest.skip(f"{wmt} absent (CI provides it at ../shared/data)")
+    count = lambda path: len(path.read_text(encoding="utf-8").splitlines())  # noqa: E731
+    assert count(europarl) == 20_000
+    body = " ".join((REPO / "docs" / "probing.md").read_text(encoding="utf-8").split())
+    assert f"lower-cased, {count(europarl) + count(newstest):,} lines" in body
