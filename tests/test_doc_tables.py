@@ -197,7 +197,7 @@ def test_corpus_facts_in_prose_are_the_counted_ones():
     corpus = {r["corpus"]: r for r in run["records"]}
     europarl, kftt, tatoeba = corpus["europarl_len_de_en"], corpus["kftt_ja_en"], corpus["tatoeba_zh_en"]
     default_cap, europarl_cap = kftt["test_references_over_cap"].values()
-    sample_valid = corpus["sample_zh_en"]["source_bpe_tokens_mean"]["valid"]
+    sample_valid, sample_test = (corpus["sample_zh_en"]["source_bpe_tokens_mean"][split] for split in ("valid", "test"))
     words = {1: "one", 2: "two", 3: "three"}
     said = {
         "docs/compare.md": [
@@ -221,10 +221,11 @@ def test_corpus_facts_in_prose_are_the_counted_ones():
             f"{kftt['test_source_words_max']} words)",
             f"the {tatoeba['test_references_with_clock_time']} test sentences with a time"],
         "docs/dman.md": [f"({corpus['multi30k_de_en']['dictionary_words']['de']:,} types + 4 specials)"],
-        "docs/analyses.md": [  # the tiny zh-en models' analyses read the shipped sample's valid split
-            f"have {sample_valid:.1f} source BPE tokens on average, {sample_valid + 1:.1f} positions with the "
-            "end-of-sentence symbol", f"On sentences of {sample_valid + 1:.1f} positions on average",
-            f"sentences of {sample_valid + 1:.1f} positions on average every model's mass"],
+        "docs/analyses.md": [  # the tiny zh-en models' analyses read the shipped sample's valid or test split
+            f"read have {sample_valid:.1f} and {sample_test:.1f} source BPE tokens on average, {sample_valid + 1:.1f} "
+            f"and {sample_test + 1:.1f} positions with the end-of-sentence symbol",
+            f"On sentences of {sample_test + 1:.1f} positions on average",  # attention-mass: --split test
+            f"sentences of {sample_test + 1:.1f} positions on average every model's mass"],
         "docs/tasks.md": [f"({corpus['sst2']['dictionary_words']:,} words;"],
     }
     assert europarl["test"]["pairs_in_train"] == europarl["valid"]["pairs_in_train"] == 0  # "no test or valid pair"
