@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import sys
 
@@ -68,10 +69,18 @@ def test_every_analysis_writes_figure_and_numbers(trained, tmp_path):
     assert set(commands) == set(ANALYSES)
     out = tmp_path / "out"
     for name, args in commands.items():
-        written = main([name, "--out", str(out), *args])
+        written = main([name, "--out", str(out), *args, "--json", str(out / f"{name}.json")])
         for ext in ("png", "csv", "md"):
             path = out / f"{name}.{ext}"
             assert written[ext] == str(path) and path.stat().st_size > 0, (name, ext)
+        # the result file holds the CSV's rows, the command and what was read
+        result = json.loads((out / f"{name}.json").read_text())
+        with open(out / f"{name}.csv", newline="") as f:
+            rows = list(csv.DictReader(f))
+        assert [{k: "" if v is None else str(v) for k, v in r.items()} for r in result["records"]] == rows, name
+        assert result["analysis"] == name and f"analyze.py {name} --out" in result["command"]
+        if ANALYSES[name].needs_checkpoint and name != "hybrid-sweep":
+            assert result["checkpoints"] and result["split"] == "valid", name
     assert (out / "gaussian-scopes-samples.csv").stat().st_size > 0
     # a second run keeps what the first wrote
     with pytest.raises(Exception, match="exists; pass --overwrite"):

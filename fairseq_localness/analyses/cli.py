@@ -288,6 +288,14 @@ def _ngram_fields(args) -> Dict[str, object]:
             "files": {args.baseline_name: _baseline_files(args.baseline), **_pooled_files(args.hyp, "--hyp")}}
 
 
+def _length_fields(args) -> Dict[str, object]:
+    return {"reference": args.ref, "source": args.source, "files": _labelled_files(args.hyp, "--hyp")}
+
+
+def _sweep_fields(args) -> Dict[str, object]:
+    return {"runs": list(args.run)}
+
+
 def _args_length(parser):
     parser.add_argument("--hyp", action="append", required=True, metavar="NAME=FILE", help="a system's translations (repeatable)")
     parser.add_argument("--ref", required=True)
@@ -368,9 +376,9 @@ ANALYSES: Dict[str, Analysis] = {
     "ngram-gap": Analysis("n-gram precision gap over a baseline, n = 1..8 (text files)", "Yang 2018 Fig. 4, Yang 2019 Fig. 3",
                           False, _args_ngram, _run_ngram, result_fields=_ngram_fields),
     "window-sweep": Analysis("BLEU against the CSAN window M / 2D heads N over run directories", "Yang 2019 Fig. 2", False,
-                             _args_sweep, _run_sweep),
+                             _args_sweep, _run_sweep, result_fields=_sweep_fields),
     "hybrid-sweep": Analysis("BLEU and mean gate against the hybrid window m over run directories", "Xu 2019 Fig. 2", True,
-                             _args_hybrid_sweep, _run_hybrid_sweep),
+                             _args_hybrid_sweep, _run_hybrid_sweep, result_fields=_sweep_fields),
     "gate-layers": Analysis("mean hybrid gate per layer", "Xu 2019 Fig. 3", True, _args_gate_layers, _run_gate_layers),
     "gate-pos": Analysis("mean hybrid gate per POS tag", "Xu 2019 Fig. 4", True, _args_gate_pos, _run_gate_pos),
     "attention-mass": Analysis("attention mass within w tokens, DMAN vs SAN, with the published values", "Fan 2021 Table 5 (Eq. 13)",
@@ -378,7 +386,7 @@ ANALYSES: Dict[str, Analysis] = {
     "diffwin-windows": Analysis("learned soft windows (heatmaps) and mean window width per layer", "Nguyen 2020", True,
                                 _args_diffwin, _run_diffwin),
     "length-bleu": Analysis("BLEU by source-length bucket (text files)", "all papers' length analyses", False,
-                            _args_length, _run_length),
+                            _args_length, _run_length, result_fields=_length_fields),
     "attention-heatmap": Analysis("attention weights of any head for one sentence", "-", True, _args_heatmap, _run_heatmap),
 }
 
@@ -424,7 +432,12 @@ def result_file(args: argparse.Namespace, analysis: Analysis, table, csv_path: s
     content = {**header, "source": f"written by the command, the rows of the table it wrote to {csv_path}"}
     if args.note:
         content["note"] = args.note
-    content.update({"analysis": args.analysis, "paper": analysis.paper, "caption": table.caption,
+    read: Dict[str, object] = {}
+    if getattr(args, "checkpoint", None):  # the checkpoints as given (LABEL=PATH)
+        read["checkpoints"] = list(args.checkpoint)
+    if analysis.needs_checkpoint:  # and the split they were run over
+        read.update(data=args.data, split=args.split)
+    content.update({"analysis": args.analysis, "paper": analysis.paper, "caption": table.caption, **read,
                     **analysis.result_fields(args),
                     "records": [{c: _json_value(row.get(c)) for c in table.columns} for row in table.rows]})
     return content
