@@ -5,6 +5,8 @@ follows; numbers copied from a paper, and analytic counts (C^2 terms), are left 
 
 from __future__ import annotations
 
+import json
+import re
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
@@ -378,3 +380,13 @@ def test_hybrid_page_speed_is_its_runs():
         f"{concat['mem_ratio_vs_baseline']:.3f} of the memory",
     ]
     _assert_says("docs/methods/xu2019-hybrid.md", said)
+
+
+def test_json_format_example_is_a_record_of_its_file():
+    """docs/benchmark.md's JSON format example is an abridged record of the result file it names."""
+    page = (REPO / "docs" / "benchmark.md").read_text(encoding="utf-8")
+    example = json.loads(re.search(r"```json\n(.*?)\n```", page, re.S).group(1))
+    example.pop("...")
+    assert "[benchmark/gaussian-iwslt-loaded.json](results/benchmark/gaussian-iwslt-loaded.json)" in page
+    records = [record for run in _run("gaussian-iwslt-loaded")["records"] for record in run.get("results", [run])]
+    assert any(all(record.get(key) == value for key, value in example.items()) for record in records), example
