@@ -406,3 +406,74 @@ def test_gpu_backend_prose_is_its_result_files():
     body = " ".join((REPO / "docs" / "gpu.md").read_text(encoding="utf-8").split())
     missing = [phrase for phrase in said if phrase not in body]
     assert not missing, f"docs/gpu.md no longer says what the GPU runs measured: {missing}"
+
+
+def _published_table(label: str) -> dict:
+    """(norm, arch) -> the row of a published comparison's table.json."""
+    table = json.loads((REPO / "docs" / "results" / "compare" / label / "table.json").read_text(encoding="utf-8"))
+    return {(row["norm"], row["arch"]): row for row in table["rows"]}
+
+
+def test_the_reading_of_the_published_tables_is_theirs():
+    """compare.md's "What the published tables show": every number and every reading in words (beats, gains less,
+    cannot be told apart, is behind, one or two seeds) from the published table.json files and the corpus counts."""
+    multi30k, europarl, kftt = (_published_table(label)
+                                for label in ("multi30k_de_en", "europarl_len_de_en", "kftt_ja_en"))
+    runs = _published_runs("multi30k_de_en")
+    statistics = {r["corpus"]: r for r in
+                  doc_tables.load_run(doc_tables.RESULTS / "prep" / "corpus-statistics.json")["records"]}
+
+    def test(table, arch, norm="pre"):
+        return table[norm, f"transformer_{arch}"]["significance"]["sacrebleu"]
+
+    def cell(table, arch, norm="pre"):  # "+1.73, p = 0.001"
+        found = test(table, arch, norm)
+        return f"{found['delta']:+.2f}, p = {found['p_value']:.3f}"
+
+    papers = ("hybrid_local", "dman", "csan1d", "gaussian_local", "diffwin", "csan2d")
+    assert all(multi30k["pre", arch]["seeds"] == [1, 2, 3]
+               for arch in ("transformer", *(f"transformer_{a}" for a in papers)))
+    # beat, beat, gains less, cannot be told apart (twice), is behind
+    assert {a: test(multi30k, a)["mark"] for a in papers} == {
+        "hybrid_local": "⇑", "dman": "⇑", "csan1d": "↑", "gaussian_local": "", "diffwin": "", "csan2d": "↓"}
+    others = [row for (norm, arch), row in multi30k.items()
+              if norm == "pre" and arch.removeprefix("transformer_") not in (*papers, "transformer")]
+    assert others and all(len(row["seeds"]) in (1, 2) for row in others)  # "one or two seeds so far"
+    post_dman = test(multi30k, "dman", "post")
+    assert multi30k["post", "transformer_dman"]["seeds"] == [1] and post_dman["mark"] == "⇓"
+    assert runs["transformer", "post", 1]["sacrebleu"] > runs["transformer", "pre", 1]["sacrebleu"]
+    extrapolation = {arch.removeprefix("transformer_"): row["significance"]["sacrebleu"]
+                     for (_, arch), row in europarl.items() if "significance" in row}
+    leading, by_less = ("kerple", "fire", "diffwin", "alibi"), ("hybrid_local", "csan2d", "gaussian_local", "t5bias")
+    assert all(extrapolation[a]["mark"] == "⇑" and extrapolation[a]["p_value"] == 0.001 for a in leading + by_less)
+    assert min(extrapolation[a]["delta"] for a in leading) > max(extrapolation[a]["delta"] for a in by_less)
+    ranked = [extrapolation[a]["delta"] for a in leading]
+    assert ranked == sorted(ranked, reverse=True)
+    assert {a for a, found in extrapolation.items() if not found["mark"]} == {"rope", "dman"}
+    base, split = multi30k["pre", "transformer"], statistics["europarl_len_de_en"]
+    kftt_gaussian = test(kftt, "gaussian_local")
+    said = [
+        f"hybrid local/global attention ({test(multi30k, 'hybrid_local')['delta']:+.2f} sacreBLEU, p = "
+        f"{test(multi30k, 'hybrid_local')['p_value']:.3f}) and DMAN ({cell(multi30k, 'dman')}) beat the "
+        f"Transformer's {base['sacrebleu']:.2f} ± {base['sacrebleu_sd']:.2f}, and CSAN-1D gains less "
+        f"({cell(multi30k, 'csan1d')})",
+        f"Gaussian localness ({cell(multi30k, 'gaussian_local')}) and the Differentiable Window "
+        f"({cell(multi30k, 'diffwin')}) cannot be told apart",
+        f"2D-CSAN is behind ({cell(multi30k, 'csan2d')})",
+        f"models of {base['params'] / 1e6:.1f}M parameters trained on "
+        f"{statistics['multi30k_de_en']['pairs']['train']:,} short sentences",
+        f"DMAN trails the post-norm Transformer by {-post_dman['delta']:.2f} (p = {post_dman['p_value']:.3f}); "
+        f"pre-norm, it leads the pre-norm Transformer by {test(multi30k, 'dman')['delta']:.2f}",
+        f"The post-norm Transformer scores {runs['transformer', 'post', 1]['sacrebleu']:.2f} and the pre-norm one "
+        f"{runs['transformer', 'pre', 1]['sacrebleu']:.2f} on the same seed",
+        "KERPLE ({:+.2f}), FIRE ({:+.2f}), the Differentiable Window ({:+.2f}) and ALiBi ({:+.2f}) lead the "
+        "Transformer's {:.2f} sacreBLEU".format(*ranked, europarl["pre", "transformer"]["sacrebleu"]),
+        f"RoPE ({extrapolation['rope']['delta']:+.2f}) and DMAN ({extrapolation['dman']['delta']:+.2f}) do not differ",
+        f"{split['pairs']['train']:,} short training pairs, and {split['test_sources_longer_than_train']} of the "
+        f"{split['pairs']['test']:,} test sources longer than any of them",
+        f"Gaussian localness scores {kftt_gaussian['delta']:+.2f} over the Transformer's "
+        f"{kftt['pre', 'transformer']['sacrebleu']:.2f} (p = {kftt_gaussian['p_value']:.3f})",
+    ]
+    body = " ".join((REPO / "docs" / "compare.md").read_text(encoding="utf-8").split())
+    missing = [phrase for phrase in said if phrase not in body]
+    assert not missing, f"docs/compare.md's reading no longer matches the published tables: {missing}"
