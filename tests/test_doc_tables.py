@@ -473,11 +473,12 @@ def test_the_reading_of_the_published_tables_is_theirs():
         f"{split['pairs']['test']:,} test sources longer than any of them",
         f"Gaussian localness scores {kftt_gaussian['delta']:+.2f} over the Transformer's "
         f"{kftt['pre', 'transformer']['sacrebleu']:.2f} (p = {kftt_gaussian['p_value']:.3f}); CSAN-1D "
-        f"({cell(kftt, 'csan1d')}) cannot be told apart from it",
+        f"({cell(kftt, 'csan1d')}) and 2D-CSAN ({cell(kftt, 'csan2d')}) cannot be told apart from it",
     ]
     # the KFTT sentence names every published row: a new one must be read too
-    assert {arch for (_, arch) in kftt} == {"transformer", "transformer_gaussian_local", "transformer_csan1d"}
-    assert kftt_gaussian["mark"] == "⇑" and not test(kftt, "csan1d")["mark"]
+    assert {arch for (_, arch) in kftt} == {"transformer", "transformer_gaussian_local", "transformer_csan1d",
+                                            "transformer_csan2d"}
+    assert kftt_gaussian["mark"] == "⇑" and not test(kftt, "csan1d")["mark"] and not test(kftt, "csan2d")["mark"]
     body = " ".join((REPO / "docs" / "compare.md").read_text(encoding="utf-8").split())
     missing = [phrase for phrase in said if phrase not in body]
     assert not missing, f"docs/compare.md's reading no longer matches the published tables: {missing}"
