@@ -36,6 +36,18 @@ TINY = {
 }
 
 
+#: how the docs write a small count in words ("Run A holds eight models")
+NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+
+
+def assert_page_says(page: str, phrases: Sequence[str], source: str = "its result files") -> None:
+    """Each of ``phrases`` occurs in the page ``page`` (a path from the repository root), whitespace normalised so
+    that a phrase may wrap across lines: the docs' prose numbers, rebuilt from ``source`` by the caller."""
+    body = " ".join((REPO / page).read_text(encoding="utf-8").split())
+    missing = [phrase for phrase in phrases if phrase not in body]
+    assert not missing, f"{page} no longer says what {source} hold(s): {missing}"
+
+
 def write_synthetic_corpus(directory: Path, train: int = 600, seed: int = 0) -> None:
     """A reversal task with a 40-word vocabulary: learnable in a few hundred updates."""
     rng = random.Random(seed)

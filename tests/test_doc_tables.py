@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from fairseq_localness.experiments import compare_readme, doc_tables
-from localness_testing import published_comparison_output
+from localness_testing import assert_page_says, published_comparison_output
 
 REPO = Path(__file__).resolve().parents[1]
 #: the comparison's published tables (docs/results/compare/LABEL/) are its output, dated in their own captions
@@ -231,19 +231,13 @@ def test_corpus_facts_in_prose_are_the_counted_ones():
     assert europarl["test"]["pairs_in_train"] == europarl["valid"]["pairs_in_train"] == 0  # "no test or valid pair"
     assert tatoeba["test"]["sources_in_train"] == tatoeba["valid"]["sources_in_train"] == 0  # "no valid or test ..."
     for page, phrases in said.items():
-        body = " ".join((REPO / page).read_text(encoding="utf-8").split())
-        missing = [phrase for phrase in phrases if phrase not in body]
-        assert not missing, f"{page} no longer says what corpus-statistics.json counts: {missing}"
+        assert_page_says(page, phrases, "corpus-statistics.json")
 
 
 def _published_runs(label: str) -> dict:
-    """(arch, norm, seed) -> the row of a published comparison's runs.csv, numbers as floats."""
-    import csv
-
-    with open(REPO / "docs" / "results" / "compare" / label / "runs.csv", encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))
-    numeric = ("sacrebleu", "params", "train_wps", "updates", "epochs", "best_valid_loss")
-    return {(r["arch"], r["norm"], int(r["seed"])): {**r, **{k: float(r[k]) for k in numeric}} for r in rows}
+    """(arch, norm, seed) -> the record of a published comparison's runs.json."""
+    runs = json.loads((REPO / "docs" / "results" / "compare" / label / "runs.json").read_text(encoding="utf-8"))
+    return {(r["arch"], r["norm"], r["seed"]): r for r in runs}
 
 
 def _training_log(arch: str, seed: int) -> tuple:
@@ -289,9 +283,7 @@ def test_comparison_prose_is_the_published_runs():
         f"{kftt['transformer', 'pre', 1]['sacrebleu']:.2f} sacreBLEU on the dev set (seed 1)",
     ]
     assert 55 <= seconds_1 / 60 <= 65 and seconds_1 / base["epochs"] < 180  # "about an hour", "under 3 minutes"
-    body = " ".join((REPO / "docs" / "compare.md").read_text(encoding="utf-8").split())
-    missing = [phrase for phrase in said if phrase not in body]
-    assert not missing, f"docs/compare.md no longer says what the published runs hold: {missing}"
+    assert_page_says("docs/compare.md", said, "the published runs")
 
 
 def test_ngram_gap_prose_is_its_table():
@@ -313,8 +305,7 @@ def test_ngram_gap_prose_is_its_table():
         assert all(g > 0 for g in gaps[name].values()) and 3 <= max(gaps[name], key=gaps[name].get) <= 6
     said = [f"by {min(long_orders):.2f} to {max(long_orders):.2f} points from n = 2",
             f"2D-CSAN within {max(abs(g) for g in csan2d.values()):.2f}, behind from n = 2 on"]
-    body = " ".join((REPO / "docs" / "analyses.md").read_text(encoding="utf-8").split())
-    assert not [phrase for phrase in said if phrase not in body], said
+    assert_page_says("docs/analyses.md", said, "analyses/ngram-gap-multi30k.json")
 
 
 def test_suite_times_are_the_measured_ones():
@@ -330,9 +321,7 @@ def test_suite_times_are_the_measured_ones():
             f"two workers finish only {one_process / longest_first:.1f} times sooner than one process",
             "in the measured runs below that saved about a minute"]
     assert round((collection_order - longest_first) / 60) == 1  # "about a minute"
-    body = " ".join((REPO / "docs" / "testing.md").read_text(encoding="utf-8").split())
-    missing = [phrase for phrase in said if phrase not in body]
-    assert not missing, f"docs/testing.md no longer gives the measured times: {missing}"
+    assert_page_says("docs/testing.md", said, "the timed suite runs")
 
 
 def test_dman_pages_parameter_counts_are_the_models():
@@ -359,8 +348,7 @@ def test_dman_pages_parameter_counts_are_the_models():
     said = [f"DMAN has {slow_test:.0%} more parameters at this size",
             "DMAN has {transformer_dman:.2f}M parameters, the Transformer {transformer_localness:.2f}M and SMAN "
             "{transformer_sman:.2f}M".format(**study)]
-    body = " ".join((REPO / "docs" / "dman.md").read_text(encoding="utf-8").split())
-    assert not [phrase for phrase in said if phrase not in body], said
+    assert_page_says("docs/dman.md", said, "the models built")
 
 
 def test_probing_text_size_is_its_files():
@@ -371,8 +359,8 @@ def test_probing_text_size_is_its_files():
         pytest.skip(f"{wmt} absent (CI provides it at ../shared/data)")
     count = lambda path: len(path.read_text(encoding="utf-8").splitlines())  # noqa: E731
     assert count(europarl) == 20_000
-    body = " ".join((REPO / "docs" / "probing.md").read_text(encoding="utf-8").split())
-    assert f"lower-cased, {count(europarl) + count(newstest):,} lines" in body
+    assert_page_says("docs/probing.md", [f"lower-cased, {count(europarl) + count(newstest):,} lines"],
+                     "the counted files")
 
 
 def test_gpu_backend_prose_is_its_result_files():
@@ -403,9 +391,7 @@ def test_gpu_backend_prose_is_its_result_files():
     ]
     # "no method reached 0.95 of the Transformer's training speed" alone; the shared run's baseline was the slower
     assert max(r["train_ratio"] for key, r in alone.items() if key[0] != "transformer") < 0.95 and baseline_share < 1
-    body = " ".join((REPO / "docs" / "gpu.md").read_text(encoding="utf-8").split())
-    missing = [phrase for phrase in said if phrase not in body]
-    assert not missing, f"docs/gpu.md no longer says what the GPU runs measured: {missing}"
+    assert_page_says("docs/gpu.md", said, "the GPU runs")
 
 
 def _published_table(label: str) -> dict:
@@ -479,6 +465,4 @@ def test_the_reading_of_the_published_tables_is_theirs():
     assert {arch for (_, arch) in kftt} == {"transformer", "transformer_gaussian_local", "transformer_csan1d",
                                             "transformer_csan2d"}
     assert kftt_gaussian["mark"] == "⇑" and not test(kftt, "csan1d")["mark"] and not test(kftt, "csan2d")["mark"]
-    body = " ".join((REPO / "docs" / "compare.md").read_text(encoding="utf-8").split())
-    missing = [phrase for phrase in said if phrase not in body]
-    assert not missing, f"docs/compare.md's reading no longer matches the published tables: {missing}"
+    assert_page_says("docs/compare.md", said, "the published tables")

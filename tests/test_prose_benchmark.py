@@ -8,16 +8,13 @@ from __future__ import annotations
 import json
 import re
 from decimal import ROUND_HALF_UP, Decimal
-from pathlib import Path
 
 from fairseq_localness.experiments import doc_tables
+from localness_testing import NUMBER_WORDS, REPO, assert_page_says
 
-REPO = Path(__file__).resolve().parents[1]
 BENCHMARK = doc_tables.RESULTS / "benchmark"
 #: the decode-speed target of the project: a decode ratio >= 0.90 to `transformer`
 GOAL = 0.90
-#: how the pages write a count of models
-WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
 
 
 def _run(name: str) -> dict:
@@ -50,12 +47,6 @@ def _archs(run: dict) -> list:
     return ["transformer", *run["command"].split("--archs ", 1)[1].split()[0].split(",")]
 
 
-def _assert_says(page: str, said: list) -> None:
-    body = " ".join((REPO / page).read_text(encoding="utf-8").split())
-    missing = [phrase for phrase in said if phrase not in body]
-    assert not missing, f"{page} no longer says what its result files hold: {missing}"
-
-
 def test_wall_clock_prose_is_its_runs():
     """docs/benchmark.md, below the wall-clock tables ("Wall-clock ratios on a loaded machine move by up to 0.5"):
     benchmark/cpu-wall-decoder-families.json (the first table) and benchmark/cpu-wall-diffwin.json (the second)."""
@@ -72,7 +63,7 @@ def test_wall_clock_prose_is_its_runs():
         f"median decode ratio {median(first, 'transformer_diffwin', 'decode_ratio')} and "
         f"{median(second, 'transformer_diffwin', 'decode_ratio')})",
     ]
-    _assert_says("docs/benchmark.md", said)
+    assert_page_says("docs/benchmark.md", said)
 
 
 def test_diffwin_flop_analysis_prose_is_its_counts():
@@ -141,7 +132,7 @@ def test_diffwin_flop_analysis_prose_is_its_counts():
     # ("Longer outputs do not help"); the cross-attention family and Enc(AW)-Dec(MW) "meet it"
     assert max(ratio(short, method), ratio(long, method), timed[method]["decode_ratio"]["median"]) < GOAL
     assert min(ratio(short, cross), ratio(short, enc_dec)) >= GOAL
-    _assert_says("docs/benchmark.md", said)
+    assert_page_says("docs/benchmark.md", said)
 
 
 def test_every_family_reading_is_its_groups():
@@ -188,7 +179,7 @@ def test_every_family_reading_is_its_groups():
     assert dman["decode_ratio"]["median"] < dman["decode_flops_ratio"]
     # "the target is not reachable for it": both counts of its FLOP ratio are below the target
     assert max(method["decode_flops_ratio"], current["transformer_diffwin"]["decode_flops_ratio"]) < GOAL
-    _assert_says("docs/benchmark.md", said)
+    assert_page_says("docs/benchmark.md", said)
 
 
 def test_quiet_machine_reading_is_its_runs():
@@ -207,10 +198,10 @@ def test_quiet_machine_reading_is_its_runs():
     in_b = [r["decode_ratio"]["median"] for r in quiet["b"].values()]
     dman_b = quiet["b"]["transformer_dman"]["decode_ratio"]
     said = [
-        f"Run A holds {WORDS[len(run_a)]} base-size models with their Adam state in one process (about "
+        f"Run A holds {NUMBER_WORDS[len(run_a)]} base-size models with their Adam state in one process (about "
         f"{sum(run_a) * bytes_per_parameter / 1e9:.0f} GB: {min(run_a) / 1e6:.0f}-{max(run_a) / 1e6:.0f}M "
         f"parameters each, {bytes_per_parameter} bytes a parameter for weights, gradients and Adam's two moments)",
-        f"With {WORDS[few[0]]} or {WORDS[few[-1]]} models (runs B, C) DMAN, SMAN and `transformer_diffwin_cross` "
+        f"With {NUMBER_WORDS[few[0]]} or {NUMBER_WORDS[few[-1]]} models (runs B, C) DMAN, SMAN and `transformer_diffwin_cross` "
         f"decode at {_span(in_b)}.",
         f"DMAN's decode FLOP ratio is {loaded['transformer_dman']['decode_flops_ratio']:.3f} and its ratio in run B "
         f"{_iqr(dman_b)}",
@@ -234,7 +225,7 @@ def test_quiet_machine_reading_is_its_runs():
     best = {arch: fewer.get(arch, r["decode_ratio"])["median"] for arch, r in quiet["a"].items()}
     assert {arch for arch, value in best.items() if value < GOAL} == {"transformer_diffwin"}
     assert abs(best["transformer_diffwin"] - loaded["transformer_diffwin"]["decode_flops_ratio"]) <= 0.01  # "at"
-    _assert_says("docs/benchmark.md", said)
+    assert_page_says("docs/benchmark.md", said)
 
 
 def test_memory_reading_is_its_run():
@@ -251,7 +242,7 @@ def test_memory_reading_is_its_run():
         f"(CNNs +{(memory['transformer_cnns']['params'] - base['params']) / 1e6:.0f}M, the Differentiable Window "
         f"+{min(added):.1f}M to +{max(added):.1f}M)",
     ]
-    _assert_says("docs/benchmark.md", said)
+    assert_page_says("docs/benchmark.md", said)
 
 
 def test_diffwin_page_speed_is_its_runs():
@@ -266,7 +257,7 @@ def test_diffwin_page_speed_is_its_runs():
         f"{_half_up(at[256]['mem_ratio_vs_baseline'])}x",
     ]
     assert at[256]["train_ratio_vs_baseline"] < at[64]["train_ratio_vs_baseline"]  # "the lower ratio at length 256"
-    _assert_says("docs/methods/nguyen2020-diffwin.md", said)
+    assert_page_says("docs/methods/nguyen2020-diffwin.md", said)
 
 
 def test_man_page_speed_is_its_run():
@@ -283,7 +274,7 @@ def test_man_page_speed_is_its_run():
     ]
     assert at[64]["candidate"]["arch"].startswith("transformer_dman")
     assert dman(64) > deeper(64) and dman(256) < deeper(256)  # "faster at L = 64 ... slower at L = 256"
-    _assert_says("docs/methods/fan2021-man.md", said)
+    assert_page_says("docs/methods/fan2021-man.md", said)
 
 
 def test_csan_whole_model_reading_is_its_run():
@@ -316,7 +307,7 @@ def test_csan_whole_model_reading_is_its_run():
     assert all(ratio(n, two)["median"] > paper[two] for n in lengths)  # "above the paper's 2D ratio at every length"
     assert ratio(falls, two)["median"] > ratio(falls, two_dense)["median"]  # "which the `auto` choice avoids"
     assert len(widest) == 1  # the same length for every model (the rounds' min-max)
-    _assert_says("docs/methods/yang2019-csan.md", said)
+    assert_page_says("docs/methods/yang2019-csan.md", said)
 
 
 def test_csan_layer_reading_is_its_run():
@@ -349,7 +340,7 @@ def test_csan_layer_reading_is_its_run():
         f"default `--attention-dropout 0`: {mib['1d_banded']:.1f} MiB against {mib['sdpa']:.1f} MiB at 512",
     ]
     assert mib["1d_banded"] > mib["sdpa"]  # "It does **not** beat PyTorch's fused kernel"
-    _assert_says("docs/methods/yang2019-csan.md", said)
+    assert_page_says("docs/methods/yang2019-csan.md", said)
 
 
 def test_gaussian_page_speed_is_its_runs():
@@ -363,7 +354,7 @@ def test_gaussian_page_speed_is_its_runs():
         f"the Gaussian model trains at {base['train_ratio']['median']:.2f} and decodes at "
         f"{base['decode_ratio']['median']:.2f} of the Transformer",
     ]
-    _assert_says("docs/methods/yang2018-gaussian.md", said)
+    assert_page_says("docs/methods/yang2018-gaussian.md", said)
 
 
 def test_hybrid_page_speed_is_its_runs():
@@ -379,7 +370,7 @@ def test_hybrid_page_speed_is_its_runs():
         f"`--hybrid-combine concat` trains at {concat['train_ratio_vs_baseline']:.3f}, with "
         f"{concat['mem_ratio_vs_baseline']:.3f} of the memory",
     ]
-    _assert_says("docs/methods/xu2019-hybrid.md", said)
+    assert_page_says("docs/methods/xu2019-hybrid.md", said)
 
 
 def test_json_format_example_is_a_record_of_its_file():

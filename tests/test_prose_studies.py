@@ -9,13 +9,11 @@ import csv
 import math
 import re
 import statistics
-from pathlib import Path
 
 from fairseq_localness.experiments import doc_tables
+from localness_testing import NUMBER_WORDS, REPO, assert_page_says
 
-REPO = Path(__file__).resolve().parents[1]
-#: the pages write some counts and fractions in words
-NUMBERS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+#: how the pages write a fraction in words
 FRACTIONS = {2: "half", 3: "third", 4: "quarter", 5: "fifth"}
 
 
@@ -26,12 +24,6 @@ def _run(name: str) -> dict:
 def _flag(command: str, pattern: str) -> int:
     """An integer setting of a command, e.g. ``--max-update (\\d+)``."""
     return int(re.search(pattern, command).group(1))
-
-
-def _assert_said(page: str, said: list) -> None:
-    body = " ".join((REPO / "docs" / page).read_text(encoding="utf-8").split())
-    missing = [phrase for phrase in said if phrase not in body]
-    assert not missing, f"docs/{page} no longer says what its result files hold: {missing}"
 
 
 # ---------------------------------------------------------------------------------------------------- docs/dman.md
@@ -77,7 +69,7 @@ def test_dman_summary_and_slow_test_prose_are_their_runs():
         f"Transformer's {slow_base:.2f}**",
         f"DMAN scores {slow_dman - slow_base:+.1f} BLEU over the Transformer",
     ]
-    _assert_said("dman.md", said)
+    assert_page_says("docs/dman.md", said)
 
 
 def test_dman_budget_is_the_update_time():
@@ -96,7 +88,7 @@ def test_dman_budget_is_the_update_time():
     arch = re.search(r"--arch (\S+)", run["command"]).group(1)
     said = [f"takes about {per_update:.1f} s on one core of a 2-core machine (`{arch}`, {updates} updates), so its "
             f"{recipe:,} updates take about an hour and a half a run"]
-    _assert_said("dman.md", said)
+    assert_page_says("docs/dman.md", said)
 
 
 def test_dman_initial_mask_prose_is_its_measurement():
@@ -122,7 +114,7 @@ def test_dman_initial_mask_prose_is_its_measurement():
         f"a little less than a uniform row over the same sentences ({uniform:.2f})",
         f"encoder layers {norms(post)} for DMAN against {norms(base)} for the Transformer",
     ]
-    _assert_said("dman.md", said)
+    assert_page_says("docs/dman.md", said)
 
 
 def test_dman_results_prose_is_the_norm_placement_study():
@@ -163,7 +155,7 @@ def test_dman_results_prose_is_the_norm_placement_study():
         f"at {last} updates but {dman['bleu']:.2f} BLEU against {base['bleu']:.2f}",
         f"every model scores {math.floor(min(bleu))} to {math.ceil(max(bleu))} BLEU",
     ]
-    _assert_said("dman.md", said)
+    assert_page_says("docs/dman.md", said)
 
 
 def test_dman_preparation_time_is_measured():
@@ -174,7 +166,7 @@ def test_dman_preparation_time_is_measured():
     assert round(multi30k["wall_s"] / 60) == 1  # "about a minute"
     assert round((multi30k["user_s"] + multi30k["system_s"]) / multi30k["wall_s"]) == 1  # "on one core"
     assert {r["corpus"].split()[0] for r in records} == {"Multi30k", "KFTT", "Tatoeba"}
-    _assert_said("dman.md", ["About a minute on one core ([docs/data.md](data.md) times it, with KFTT and Tatoeba)."])
+    assert_page_says("docs/dman.md", ["About a minute on one core ([docs/data.md](data.md) times it, with KFTT and Tatoeba)."])
 
 
 # ---------------------------------------------------------------------------------------------------- docs/analyses.md
@@ -209,7 +201,7 @@ def test_analyses_gaussian_windows_and_san_masses_are_the_400_update_models():
         f"(D = {width:.0f} sigmoid(0) = {width / 2:.0f}) in {updates} updates",
         f"our SAN masses ({ours} in layer 1 for w = {ws}) are far above the paper's IWSLT SAN values ({paper})",
     ]
-    _assert_said("analyses.md", said)
+    assert_page_says("docs/analyses.md", said)
 
 
 def test_analyses_gate_dman_mass_and_windows_are_the_200_update_models():
@@ -254,7 +246,7 @@ def test_analyses_gate_dman_mass_and_windows_are_the_200_update_models():
         + ", ".join(f"{w:.2f}" for w in overall) + " tokens in layers " + ", ".join(map(str, layers))
         + f" (heads {min(heads):.2f}-{max(heads):.2f})",
     ]
-    _assert_said("analyses.md", said)
+    assert_page_says("docs/analyses.md", said)
 
 
 # ---------------------------------------------------------------------------------------------------- docs/tasks.md
@@ -287,17 +279,17 @@ def test_sst2_prose_is_its_runs():
     said = [
         f"Every row's best checkpoint comes within the first {best:,} of the {long_updates:,} updates",
         f"the model over-fits the {round(train_size / 1000)}k training phrases",
-        f"All {NUMBERS[len(tests)]} rows land within {spread:.1f} points on test ({round(spread / sentence)} test "
+        f"All {NUMBER_WORDS[len(tests)]} rows land within {spread:.1f} points on test ({round(spread / sentence)} test "
         f"sentences; one sentence is {sentence:.3f} points; one seed)",
         f"the paper's {min(leads):.1f}-{max(leads):.1f}-point lead of Enc (AW) over the other "
-        f"{NUMBERS[len(leads)]} rows",
+        f"{NUMBER_WORDS[len(leads)]} rows",
         f"At an equal budget of **{short_updates} updates** (`--max-update {short_updates}`: "
         f"{short_updates * batch:,} phrases, about half an epoch",
-        f"After {short_updates} updates the {NUMBERS[len(short_tests)]} rows are within {short_spread:.0f} point of "
+        f"After {short_updates} updates the {NUMBER_WORDS[len(short_tests)]} rows are within {short_spread:.0f} point of "
         f"each other on test (one test sentence is {sentence:.3f} points",
         f"the paper's {paper[aw] - paper[vaswani]:.1f}-point lead of Enc (AW) over Vaswani et al.",
     ]
-    _assert_said("tasks.md", said)
+    assert_page_says("docs/tasks.md", said)
 
 
 def test_lm_standin_prose_is_its_runs():
@@ -325,14 +317,14 @@ def test_lm_standin_prose_is_its_runs():
         f"{vocabulary:,} words",
         f"{updates} updates of {tokens:,} tokens (about one epoch)",
         f"({sizes['test']['sentences']:,} test sentences, {sizes['test']['tokens']:,} tokens with `</s>`)",
-        f"After one epoch of a {words / 1e6:.1f}M-word corpus the {NUMBERS[len(ppl)]} rows are within {spread:.1f}% of "
+        f"After one epoch of a {words / 1e6:.1f}M-word corpus the {NUMBER_WORDS[len(ppl)]} rows are within {spread:.1f}% of "
         "each other",
         f"relative positions and Dec (AW) are {min(others):.1f}-{max(others):.1f}% below the baseline, Dec (MW) equal "
         "to it",
         f"(Dec (MW) best, {below(paper, mw):.0f}% below the baseline)",
         f"One Billion Word has about {round(one_billion_word / words / 50) * 50} times more words",
     ]
-    _assert_said("tasks.md", said)
+    assert_page_says("docs/tasks.md", said)
 
 
 # ---------------------------------------------------------------------------------------------------- docs/training.md
@@ -361,7 +353,7 @@ def test_cpu_allocator_prose_is_its_measurement():
         f"cut the system time from {system(glibc.values())} to {system(launcher.values())} and trained "
         f"{min(ratios):.2f}-{max(ratios):.2f} times as many words/s, to the same training loss",
     ]
-    _assert_said("training.md", said)
+    assert_page_says("docs/training.md", said)
 
 
 def test_quickstart_time_prose_is_its_measurement():
@@ -378,14 +370,14 @@ def test_quickstart_time_prose_is_its_measurement():
     shorter_share = (training * shorter / updates + total - training) / total
     prepare = [r["seconds"] for r in records if r["step"].startswith("1/5 data")]
     assert len(prepare) == 2 and max(prepare) < 60  # "in under a minute"
-    _assert_said("training.md", [
+    assert_page_says("docs/training.md", [
         f"Time: {total / 60:.0f} minutes for the whole quickstart ({updates} updates per model)",
         f"`--smoke` takes about {sum(r['seconds'] for r in smoke) / 60:.0f} minutes",
-        f"The two trainings are {NUMBERS[round(10 * training / total)]} tenths of the time; `--updates {shorter}` "
+        f"The two trainings are {NUMBER_WORDS[round(10 * training / total)]} tenths of the time; `--updates {shorter}` "
         f"trains a {FRACTIONS[updates // shorter]} as long, so the whole run takes about a "
         f"{FRACTIONS[round(1 / shorter_share)]} of it",
     ])
-    _assert_said("data.md", [f"in under a minute ({min(prepare)}-{max(prepare)} s in the quickstart's timing table"])
+    assert_page_says("docs/data.md", [f"in under a minute ({min(prepare)}-{max(prepare)} s in the quickstart's timing table"])
 
 
 # ---------------------------------------------------------------------------------------------------- docs/gpu.md
@@ -406,7 +398,7 @@ def test_cpu_flex_decoding_prose_is_its_benchmark():
         f"{share['gaussian_local']:.2f} of it for the Gaussian ({decode['gaussian_local', 'flex']:.2f} against "
         f"{decode['gaussian_local', 'sdpa']:.2f})",
     ]
-    _assert_said("gpu.md", said)
+    assert_page_says("docs/gpu.md", said)
 
 
 def test_gpu_training_and_comparison_prose_is_its_result_files():
@@ -439,4 +431,4 @@ def test_gpu_training_and_comparison_prose_is_its_result_files():
         f"to within {difference[worst]:.3f} per epoch (epoch {worst})",
         f"limit in epoch {stopped_in(dman)}, sharing the GPU with the backends benchmark",
     ]
-    _assert_said("gpu.md", said)
+    assert_page_says("docs/gpu.md", said)
