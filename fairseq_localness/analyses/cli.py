@@ -277,19 +277,20 @@ def _args_ngram(parser):
 def _run_ngram(args, out: Outputs):
     from .bleu import ngram_gap
 
-    table, fig = ngram_gap(_pooled_files(args.hyp, "--hyp"), _baseline_files(args.baseline), args.ref, args.max_order,
-                           args.tokenize, args.lowercase, args.baseline_name)
+    systems, baseline = _pooled_files(args.hyp, "--hyp"), _baseline_files(args.baseline)
+    args.scored_files = {args.baseline_name: baseline, **systems}  # patterns expanded once: what --json records
+    table, fig = ngram_gap(systems, baseline, args.ref, args.max_order, args.tokenize, args.lowercase,
+                           args.baseline_name)
     return out.write(args.name, table, fig)
 
 
 def _ngram_fields(args) -> Dict[str, object]:
     """The baseline's name (the docs' table labels its row with it) and every file scored, patterns expanded."""
-    return {"baseline": args.baseline_name, "reference": args.ref,
-            "files": {args.baseline_name: _baseline_files(args.baseline), **_pooled_files(args.hyp, "--hyp")}}
+    return {"baseline": args.baseline_name, "reference": args.ref, "files": args.scored_files}
 
 
 def _length_fields(args) -> Dict[str, object]:
-    return {"reference": args.ref, "source": args.source, "files": _labelled_files(args.hyp, "--hyp")}
+    return {"reference": args.ref, "source": args.source, "files": args.scored_files}
 
 
 def _sweep_fields(args) -> Dict[str, object]:
@@ -307,7 +308,8 @@ def _args_length(parser):
 def _run_length(args, out: Outputs):
     from .bleu import length_buckets
 
-    table, fig = length_buckets(_labelled_files(args.hyp, "--hyp"), args.ref, args.source, args.buckets, args.tokenize)
+    args.scored_files = _labelled_files(args.hyp, "--hyp")  # what --json records
+    table, fig = length_buckets(args.scored_files, args.ref, args.source, args.buckets, args.tokenize)
     return out.write(args.name, table, fig)
 
 

@@ -84,6 +84,7 @@ def translation_statistics(name: str, root: Path, flag: str) -> Dict:
         if len(lines) != pairs[split]:
             raise CorpusError(f"{flag}: {root}/{split}.{lang} (BPE) differs in lines from "
                               f"{root / 'tok'}/{split}.{lang}")
+    source_bpe_lengths = {split: [words(line) for line in bpe[split, src]] for split in SPLITS}
     train_sources = set(tok["train", src])
     train_pairs = set(zip(tok["train", src], tok["train", tgt]))
     train_max = max(map(words, tok["train", src]))
@@ -95,7 +96,7 @@ def translation_statistics(name: str, root: Path, flag: str) -> Dict:
         "dictionary_words": {lang: len(lines) for lang, lines in dictionaries.items()},
         "joined_dictionary": dictionaries[src] == dictionaries[tgt],
         # the mean source length in BPE tokens, without the end-of-sentence symbol fairseq appends
-        "source_bpe_tokens_mean": {split: round(sum(map(words, bpe[split, src])) / pairs[split], 2)
+        "source_bpe_tokens_mean": {split: round(sum(source_bpe_lengths[split]) / pairs[split], 2)
                                    for split in SPLITS},
         "train_source_words_max": train_max,
         "test_source_words_max": max(test_lengths),
@@ -104,10 +105,9 @@ def translation_statistics(name: str, root: Path, flag: str) -> Dict:
         "valid": overlap(tok["valid", src], tok["valid", tgt], train_pairs, train_sources),
     }
     reference_lengths = [words(line) for line in bpe["test", tgt]]
-    source_lengths = [words(line) for line in bpe["test", src]]
     record["test_reference_bpe_max"] = max(reference_lengths)
     record["test_references_over_cap"] = {
-        cap_name(a, b): sum(ref > a * (s + 1) + b for ref, s in zip(reference_lengths, source_lengths))
+        cap_name(a, b): sum(ref > a * (s + 1) + b for ref, s in zip(reference_lengths, source_bpe_lengths["test"]))
         for a, b in LENGTH_CAPS}
     reference = root / "raw" / f"test.{tgt}"
     if reference.is_file():
