@@ -264,6 +264,10 @@ def test_ngram_gap_writes_a_result_file_the_docs_table_reads(tmp_path, monkeypat
         ("local", 1, round(-100 * 1 / 18, 4)), ("local", 2, round(-100 * 2 / 16, 4))]
     assert ngram_gap_table([run], []).splitlines()[2:] == [
         "| `transformer` (p_n) | 100.00 | 100.00 |", "| `local` (gap) | -5.56 | -12.50 |"]
+    # the markdown table's caption says when, where and by which command it was measured, as the result file does
+    caption = (tmp_path / "out" / "ngram-gap.md").read_text().split("\n")[0]
+    assert caption.startswith(run["caption"] + " Measured " + run["date"] + " " + run["time"][:5] + " UTC on ")
+    assert caption.endswith(f"{run['machine']}; command: `{run['command']}`.")
     before = result.read_text()
     with pytest.raises(AnalysisError, match="--json .*gap.json exists; pass --overwrite"):
         cli.main([*argv[:-4], "--out", str(tmp_path / "elsewhere"), "--json", str(result)])

@@ -701,8 +701,15 @@ def test_tiny_grid_table_columns_and_files(tiny_grid):
     for arch, analyses in (("transformer", ["attention-mass"]),
                            ("transformer_gaussian_local", ["attention-mass", "gaussian-scopes"])):
         run_dir = out / "pre" / arch / "seed1"
-        assert json.loads((run_dir / "analyses" / "done.json").read_text()) == {
-            "analyses": analyses, "checkpoint": "checkpoint_best.pt"}
+        done = json.loads((run_dir / "analyses" / "done.json").read_text())
+        assert {k: done[k] for k in ("analyses", "checkpoint")} == {"analyses": analyses, "checkpoint": "checkpoint_best.pt"}
+        # when, where and how they ran: the record, and each table's caption
+        assert re.fullmatch(r"(OMP_NUM_THREADS=1 )?python -m fairseq_localness\.experiments\.run_analyses .* --label "
+                            + arch, done["command"])
+        assert done["machine"] and done["date"] and done["time"].endswith("UTC")
+        caption = (run_dir / "analyses" / "attention-mass.md").read_text().split("\n")[0]
+        assert re.search(f"Measured {done['date']} .*; command: `(OMP_NUM_THREADS=1 )?python scripts/analyze.py "
+                         "attention-mass ", caption), caption
         published = root / "published" / "tiny" / "pre" / arch / "seed1" / "analyses"
         assert sorted(p.name for p in published.iterdir()) == sorted(
             ["done.json", *(f"{name}.{ext}" for name in analyses for ext in ("csv", "md"))])

@@ -286,6 +286,31 @@ def test_comparison_prose_is_the_published_runs():
     assert_page_says("docs/compare.md", said, "the published runs")
 
 
+def test_the_undated_per_run_analyses_are_the_ones_compare_md_names():
+    """compare.md names the published runs whose analyses were written before their tables and done.json carried a
+    date, machine and command; every other published run's analyses carry them."""
+    from localness_testing import NUMBER_WORDS
+
+    undated = []
+    for done in sorted((REPO / "docs" / "results" / "compare").glob("*/*/*/seed*/analyses/done.json")):
+        record, run = json.loads(done.read_text(encoding="utf-8")), done.parents[1]
+        label, arch, seed = run.parents[2].name, run.parent.name, int(run.name[4:])
+        captions = [md.read_text(encoding="utf-8").split("\n")[0] for md in done.parent.glob("*.md")]
+        if "date" in record:
+            assert all(f"Measured {record['date']} " in c and "; command: `" in c for c in captions), run
+        else:
+            undated.append((label, arch, seed))
+            assert not any("Measured " in c for c in captions), run
+    multi30k = [u for u in undated if u[0] == "multi30k_de_en"]
+    kftt = [u for u in undated if u[0] == "kftt_ja_en"]
+    assert len(multi30k) + len(kftt) == len(undated) and {u[2] for u in multi30k} == {3}
+    assert {u[1] for u in kftt} == {"transformer", "transformer_gaussian_local", "transformer_csan1d",
+                                    "transformer_csan2d"}, "KFTT's first four runs (seed 1)"
+    assert_page_says("docs/compare.md", [
+        f"The {NUMBER_WORDS[len(undated)]} runs analysed first (seed 3 of {NUMBER_WORDS[len(multi30k)]} of the "
+        f"papers' methods on Multi30k, KFTT's first {NUMBER_WORDS[len(kftt)]})"], "the published done.json files")
+
+
 def test_ngram_gap_prose_is_its_table():
     """What docs/analyses.md reads off the n-gram gap table (analyses/ngram-gap-multi30k.json)."""
     run = doc_tables.load_run(doc_tables.RESULTS / "analyses" / "ngram-gap-multi30k.json")

@@ -19,9 +19,10 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 from ..cli import int_at_least
 from ..evaluation.scoring import tokenizer_argument
 from ..paths import USER_DIR
-from ..provenance import command_line, load_average, result_file_problem, run_header, utc_now, write_result_file
-from .loading import (AnalysisError, LoadedModel, PassOptions, load_checkpoint, parse_labelled, require_method,
-                      require_sentences)
+from ..provenance import (command_line, load_average, machine_description, result_file_problem, run_header, utc_now,
+                          write_result_file)
+from .loading import (AnalysisError, LoadedModel, PassOptions, load_checkpoint, parse_labelled, pick_device,
+                      require_method, require_sentences)
 from .output import Outputs
 
 
@@ -445,6 +446,12 @@ def result_file(args: argparse.Namespace, analysis: Analysis, table, csv_path: s
     return content
 
 
+def measured_by(started, command: str, gpus: int = 0) -> str:
+    """The markdown caption's provenance: the date and start time, the machine (its GPU where the analysis runs on
+    one) and the command."""
+    return f"Measured {started:%Y-%m-%d %H:%M} UTC on {machine_description(gpus)}; command: `{command}`."
+
+
 def main(argv: Optional[Sequence[str]] = None) -> Dict[str, str]:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -457,14 +464,15 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, str]:
     problem = args.json and result_file_problem(args.json, "--json", args.overwrite)
     if problem:
         raise AnalysisError(problem)
-    out = Outputs(args.out, overwrite=args.overwrite)
+    started, load_before = utc_now(), load_average()
+    command = command_line("python scripts/analyze.py", sys.argv[1:] if argv is None else argv)
+    gpus = 1 if pick_device(getattr(args, "device", "cpu")).type == "cuda" else 0  # the analysis's own device
+    out = Outputs(args.out, overwrite=args.overwrite, provenance=measured_by(started, command, gpus))
     analysis = ANALYSES[args.analysis]
     out.check(args.name, [out.extra_table_name(args.name, key) for key in analysis.extra_tables])  # before any long pass
-    started, load_before = utc_now(), load_average()
     written = analysis.run(args, out)
     if args.json:
-        command = command_line("python scripts/analyze.py", sys.argv[1:] if argv is None else argv)
-        header = run_header(started, load_before, load_average(), command)
+        header = run_header(started, load_before, load_average(), command, gpus=gpus)
         write_result_file(args.json, result_file(args, analysis, out.tables[args.name], written["csv"], header))
     for kind, path in written.items():
         print(f"{kind:12s} {path}")

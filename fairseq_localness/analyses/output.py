@@ -76,10 +76,13 @@ def _cell(value: object) -> str:
     return str(value)
 
 
-def markdown(table: Table, limit: Optional[int] = 200) -> str:
+def markdown(table: Table, limit: Optional[int] = 200, provenance: str = "") -> str:
+    """The table as markdown: the caption, then ``provenance`` (when, where and by which command it was measured),
+    then the rows."""
     lines = []
-    if table.caption:
-        lines += [table.caption, ""]
+    caption = " ".join(part for part in (table.caption, provenance) if part)
+    if caption:
+        lines += [caption, ""]
     lines.append("| " + " | ".join(table.columns) + " |")
     lines.append("|" + "|".join("---" for _ in table.columns) + "|")
     rows = table.rows if limit is None else table.rows[:limit]
@@ -96,6 +99,7 @@ class Outputs:
 
     directory: str
     overwrite: bool = False
+    provenance: str = ""  #: added to every markdown table's caption: the date, machine and command that measured it
     written: List[str] = field(default_factory=list)
     tables: Dict[str, Table] = field(default_factory=dict)  # NAME -> the table written to NAME.csv
 
@@ -123,7 +127,7 @@ class Outputs:
         self.check(name, [self.extra_table_name(name, key) for key in extra_tables or {}])  # before writing any
         write_csv(paths["csv"], table)
         with open(paths["md"], "w", encoding="utf-8") as f:
-            f.write(markdown(table))
+            f.write(markdown(table, provenance=self.provenance))
         if fig is not None:
             fig.savefig(paths["png"], bbox_inches="tight")
             plt.close(fig)

@@ -56,11 +56,14 @@ def applicable(model) -> List[RunAnalysis]:
     return [a for a in RUN_ANALYSES if a.method is None or locality_modules(model, a.method)]
 
 
-def analyse(checkpoint: Path, data_bin: Path, out: Path, label: str) -> List[str]:
-    """Run every applicable analysis of ``checkpoint`` into ``out``; the names of those that ran."""
+def analyse(checkpoint: Path, data_bin: Path, out: Path, label: str, command: str = "") -> List[str]:
+    """Run every applicable analysis of ``checkpoint`` into ``out``; the names of those that ran. ``done.json``
+    records them with the date, machine, load and ``command`` (each table's caption names its own command)."""
     from ..analyses import cli
     from ..analyses.loading import load_checkpoint
+    from ..provenance import load_average, run_header, utc_now
 
+    started, load_before = utc_now(), load_average()
     which = applicable(load_checkpoint(str(checkpoint), str(data_bin), label).model)
     out.mkdir(parents=True, exist_ok=True)
     for analysis in which:
@@ -68,8 +71,9 @@ def analyse(checkpoint: Path, data_bin: Path, out: Path, label: str) -> List[str
                   f"{label}={checkpoint}", "--out", str(out), "--name", analysis.name, "--overwrite",
                   *analysis.options])
     names = [a.name for a in which]
-    (out / Path(DONE).name).write_text(json.dumps({"analyses": names, "checkpoint": checkpoint.name}, indent=1) + "\n",
-                                       encoding="utf-8")
+    done = {"analyses": names, "checkpoint": checkpoint.name,
+            **run_header(started, load_before, load_average(), command)}
+    (out / Path(DONE).name).write_text(json.dumps(done, indent=1) + "\n", encoding="utf-8")
     return names
 
 
@@ -85,9 +89,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--label", default="model", help="the model's name in the tables")
     args = parser.parse_args(argv)
     from ..analyses.loading import AnalysisError
+    from ..provenance import command_line
 
     try:
-        names = analyse(args.checkpoint, args.data_bin, args.out, args.label)
+        command = command_line("python -m fairseq_localness.experiments.run_analyses",
+                               sys.argv[1:] if argv is None else argv)
+        names = analyse(args.checkpoint, args.data_bin, args.out, args.label, command)
     except AnalysisError as err:
         print(f"run_analyses: error: {err}", file=sys.stderr)
         return 2
