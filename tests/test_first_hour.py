@@ -93,14 +93,16 @@ def test_the_suggested_bf16_trains_on_the_cpu(bf16_run):
 def test_a_cpu_training_is_deterministic(tiny_data_bin, tmp_path):
     """The README's claim: on the CPU, the quickstart's training is reproducible. Two trainings of its model
     (dropout 0.1, the Gaussian's learned predictors) in fresh directories, through train.sh, end with
-    bit-identical parameters; a third with another seed does not, so the comparison can fail."""
+    bit-identical parameters; a third with another seed does not, so the comparison can fail. They run on two
+    threads, as the quickstart's single process does on a 2-core machine (it leaves OMP_NUM_THREADS unset)."""
     import torch
 
     def train(name: str, seed: int) -> dict:
         save_dir = tmp_path / name
         run([*TRAIN, *TINY_RUN, "--data", str(tiny_data_bin), "--save-dir", str(save_dir), "--max-tokens", "300",
              "--effective-tokens", "600", "task.source_lang=src", "task.target_lang=tgt", f"common.seed={seed}",
-             "optimization.max_update=4", "checkpoint.save_interval_updates=0", "dataset.num_workers=0"])
+             "optimization.max_update=4", "checkpoint.save_interval_updates=0", "dataset.num_workers=0"],
+            env={"OMP_NUM_THREADS": "2"})
         return torch.load(save_dir / "checkpoint_last.pt", map_location="cpu")["model"]
 
     first, second, other = train("a", 1), train("b", 1), train("c", 2)

@@ -204,13 +204,19 @@ def test_quiet_machine_reading_is_its_runs():
         f"With {NUMBER_WORDS[few[0]]} or {NUMBER_WORDS[few[-1]]} models (runs B, C) DMAN, SMAN and `transformer_diffwin_cross` "
         f"decode at {_span(in_b)}.",
         f"DMAN's decode FLOP ratio is {loaded['transformer_dman']['decode_flops_ratio']:.3f} and its ratio in run B "
-        f"{_iqr(dman_b)}",
+        f"{_iqr(dman_b)}, a spread that holds 1.000; but in run A it decodes at "
+        f"{_iqr(quiet['a']['transformer_dman']['decode_ratio'])}, and under load (every-family group 3) at "
+        f"{_iqr(loaded['transformer_dman']['decode_ratio'])}.",
+        f"Run A alone would put DMAN below it too ({quiet['a']['transformer_dman']['decode_ratio']['median']:.2f}).",
         f"whose {quiet['c']['transformer_diffwin']['decode_ratio']['median']:.2f} sits at its FLOP bound of "
         f"{loaded['transformer_diffwin']['decode_flops_ratio']:.3f}",
     ]
     assert set(quiet["b"]) == {"transformer_dman", "transformer_sman", "transformer_diffwin_cross"}
-    # "no per-step cost these runs can tell apart from noise": the FLOP ratio lies within run B's rounds' IQR
+    # "a spread that holds 1.000", "not settled": run B's IQR holds the FLOP ratio, run A's and group 3's medians
+    # fall below the target
     assert dman_b["q1"] <= loaded["transformer_dman"]["decode_flops_ratio"] <= dman_b["q3"]
+    assert quiet["a"]["transformer_dman"]["decode_ratio"]["median"] < GOAL
+    assert loaded["transformer_dman"]["decode_ratio"]["median"] < GOAL
     # "their spreads are on average only a little narrower than run A's, and DMAN's is wider" (over the models
     # runs B and C hold); run A's "spreads are as wide as under load" (group 3, the same models)
     width = lambda summary: summary["q3"] - summary["q1"]  # noqa: E731
@@ -226,6 +232,26 @@ def test_quiet_machine_reading_is_its_runs():
     assert {arch for arch, value in best.items() if value < GOAL} == {"transformer_diffwin"}
     assert abs(best["transformer_diffwin"] - loaded["transformer_diffwin"]["decode_flops_ratio"]) <= 0.01  # "at"
     assert_page_says("docs/benchmark.md", said)
+
+
+def test_baselines_speed_reading_is_its_runs():
+    """docs/baselines.md, under the busy baselines table: Neighbor's ratio in that run, and Block's and CNNs' CPU-time
+    ratios and FLOP ratios in every-family group 1."""
+    busy = _by_arch(_run("baselines-busy"))
+    group1 = _by_arch(_run("every-family/group1"))
+    block, cnns = group1["transformer_block"], group1["transformer_cnns"]
+    neighbor = busy["transformer_neighbor"]["train_ratio_vs_baseline"]
+    said = [
+        f"Neighbor \"faster than the baseline\" ({neighbor:.3f}, for a method that adds next to no computation)",
+        f"CNNs trains at {_iqr(cnns['train_ratio'])} of the Transformer's speed, at its FLOP ratio of "
+        f"{cnns['train_flops_ratio']:.3f}, and Block at {_iqr(block['train_ratio'])}, a spread that holds 1.",
+    ]
+    # "its noise is larger than Block's and CNNs' distance from 1"; "at its FLOP ratio"; "holds 1"
+    noise = neighbor - 1
+    assert all(abs(1 - busy[a]["train_ratio_vs_baseline"]) < noise for a in ("transformer_block", "transformer_cnns"))
+    assert cnns["train_ratio"]["q1"] <= cnns["train_flops_ratio"] <= cnns["train_ratio"]["q3"]
+    assert block["train_ratio"]["q1"] <= 1 <= block["train_ratio"]["q3"]
+    assert_page_says("docs/baselines.md", said)
 
 
 def test_memory_reading_is_its_run():

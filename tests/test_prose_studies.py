@@ -167,6 +167,14 @@ def test_dman_preparation_time_is_measured():
     assert round((multi30k["user_s"] + multi30k["system_s"]) / multi30k["wall_s"]) == 1  # "on one core"
     assert {r["corpus"].split()[0] for r in records} == {"Multi30k", "KFTT", "Tatoeba"}
     assert_page_says("docs/dman.md", ["About a minute on one core ([docs/data.md](data.md) times it, with KFTT and Tatoeba)."])
+    # docs/data.md: the --workers advice, and the WMT14 En-Fr preparation extrapolated from Multi30k's pace
+    (statistics,) = [r for r in _run("prep/corpus-statistics.json")["records"] if r["corpus"] == "multi30k_de_en"]
+    pairs = statistics["pairs"]["train"]
+    hours = 36e6 / pairs * multi30k["wall_s"] / 3600
+    assert_page_says("docs/data.md", [
+        f"one core prepares Multi30k's {pairs:,} pairs in about a minute",
+        f"core ({pairs:,} pairs in {multi30k['wall_s']:.0f} s, [prep/corpus-time.json](results/prep/corpus-time.json)), "
+        f"36M pairs would take about {hours:.0f} hours"])
 
 
 # ---------------------------------------------------------------------------------------------------- docs/analyses.md
@@ -250,6 +258,27 @@ def test_analyses_gate_dman_mass_and_windows_are_the_200_update_models():
 
 
 # ---------------------------------------------------------------------------------------------------- docs/tasks.md
+
+
+def test_probing_mechanics_reading_is_its_run():
+    """docs/probing.md, under the mechanics table: each task's right answers against chance, and a one-sided
+    binomial test of each (probing/mechanics.json); "finds" below p = 0.05, "does not tell from chance" above."""
+    tasks = {r["task"].split()[0]: r for r in _run("probing/mechanics.json")["records"]}
+
+    def right(task):  # sentences right, expected by chance, and P(at least that many right | chance)
+        n, chance = tasks[task]["test_sentences"], tasks[task]["chance"] / 100
+        k = round(tasks[task]["test"] / 100 * n)
+        assert abs(100 * k / n - tasks[task]["test"]) < 0.01, task  # the accuracy is k of n
+        return k, n, n * chance, sum(math.comb(n, i) * chance ** i * (1 - chance) ** (n - i) for i in range(k, n + 1))
+
+    (length, n_length, chance_length, p_length), (words, n_words, chance_words, p_words) = right("SentLen"), right("WC")
+    order, n_order, chance_order, _ = right("BShift")
+    said = [f"({length} of {n_length} test sentences right, against {chance_length:.0f} expected by chance: one-sided "
+            f"binomial p = {p_length:.3f})",
+            f"word identity ({words} of {n_words}, against {chance_words:.0f}: p = {p_words:.2f}) and word order "
+            f"({order} of {n_order}, at chance)"]
+    assert p_length < 0.05 < p_words and order == chance_order
+    assert_page_says("docs/probing.md", said, "probing/mechanics.json")
 
 
 def test_sst2_prose_is_its_runs():
