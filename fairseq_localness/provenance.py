@@ -75,12 +75,30 @@ def result_file_problem(path: str, flag: str, overwrite: bool) -> "str | None":
     return None
 
 
+def write_atomically(path: "str | os.PathLike", data: "str | bytes", errors: str = "strict") -> None:
+    """``data`` (text as UTF-8, or bytes) to ``path`` whole or not at all: written beside it, then renamed over it.
+    An interruption leaves the earlier file (or none), never half of one that a resume or a docs table would
+    trust."""
+    partial = f"{os.fspath(path)}.partial"
+    try:
+        if isinstance(data, bytes):
+            with open(partial, "wb") as f:
+                f.write(data)
+        else:
+            with open(partial, "w", encoding="utf-8", errors=errors) as f:
+                f.write(data)
+        os.replace(partial, path)
+    except BaseException:  # a full disk, an interrupt: the old file stays, and no half of the new one beside it
+        if os.path.exists(partial):
+            os.remove(partial)
+        raise
+
+
 def write_result_file(path: str, content) -> None:
-    """``content`` as a result file: indented JSON, text kept as UTF-8, a final newline; its directory made."""
+    """``content`` as a result file: indented JSON, text kept as UTF-8, a final newline; its directory made; the
+    file replaced whole (:func:`write_atomically`)."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(content, f, indent=2, ensure_ascii=False)
-        f.write("\n")
+    write_atomically(path, json.dumps(content, indent=2, ensure_ascii=False) + "\n")
     print(f"wrote {path}")
 
 

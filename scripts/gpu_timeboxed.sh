@@ -12,13 +12,19 @@
 #   ratios to fairseq's transformer measured in the same run). BACKEND_GROUPS (default "core biases") picks the
 #   groups: core, biases, others (training at 1,024 tokens, flex against sdpa), decode (beam search, 64 tokens) and
 #   profile (DMAN's top GPU kernels per step, both backends).
-# Every log is packed into $OUT/gpu_timeboxed_logs.tar.gz after each phase, so a pass cut short keeps what
-# finished. Needs .gpu/ from `python -m fairseq_localness.gpu.suite prepare`, as scripts/gpu_suite.sh does.
+# Every log is packed into $OUT/gpu_timeboxed_logs.tar.gz after each phase (written whole, then renamed), so a
+# pass cut short keeps what finished; an earlier pass's tarball there is kept (the script refuses to start) unless
+# FORCE=1. Needs .gpu/ from `python -m fairseq_localness.gpu.suite prepare`, as scripts/gpu_suite.sh does.
 set -uo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
 python="${PYTHON:-python3}"
 out="${OUT:-$repo/runs/gpu-timeboxed}"
+if [ -e "$out/gpu_timeboxed_logs.tar.gz" ] && [ "${FORCE:-0}" != 1 ]; then
+    echo "gpu_timeboxed.sh: $out/gpu_timeboxed_logs.tar.gz holds an earlier pass: set OUT to another folder," \
+        "or FORCE=1 to replace it" >&2
+    exit 2
+fi
 phase_a_s="${PHASE_A_S:-200}"
 # on an H200 one model took 11-16 s through SDPA and 37-68 s through Flex (its compile included), so a group of
 # seven needs about 200 s; the defaults keep the whole pass within 600 s
@@ -29,7 +35,10 @@ mkdir -p "$out"
 start=$(date +%s)
 mark() { echo "[$(( $(date +%s) - start )) s] $*" | tee -a "$work/timeline.txt"; }
 # logs and result files only: checkpoints and binarized data would exceed what a short run can copy back
-pack() { tar -czf "$out/gpu_timeboxed_logs.tar.gz" --exclude='*.pt' --exclude='*.bin' --exclude='*.idx' -C "$work" . 2>/dev/null; }
+pack() {
+    tar -czf "$out/gpu_timeboxed_logs.tar.gz.partial" --exclude='*.pt' --exclude='*.bin' --exclude='*.idx' \
+        -C "$work" . 2>/dev/null && mv "$out/gpu_timeboxed_logs.tar.gz.partial" "$out/gpu_timeboxed_logs.tar.gz"
+}
 
 wheels="$repo/.gpu/wheels"
 [ -d "$wheels" ] || { echo "gpu_timeboxed.sh: $wheels is missing: run 'python -m fairseq_localness.gpu.suite prepare' and carry .gpu" >&2; exit 2; }

@@ -106,7 +106,7 @@ evaluate transformer
 evaluate "$arch" --baseline-hyp "$work/transformer/eval-$updates"
 
 step 5/5 "Results"
-"$PYTHON" "$here/launch.py" compare "$work/quickstart-$updates.md" \
+"$PYTHON" "$here/launch.py" compare --overwrite "$work/quickstart-$updates.md" \
   "transformer=$work/transformer:$work/transformer/eval-$updates" \
   "$arch=$work/$arch:$work/$arch/eval-$updates"
 if [[ $arch == *gaussian* ]]; then  # its learned windows, as Yang et al. (2018) Figure 3 (docs/analyses.md)

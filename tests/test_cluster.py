@@ -205,13 +205,16 @@ def test_hydra_launcher_config_composes_with_our_configs():
     (["--slurm", "--gpus", "8", "--partition", "gpu"], "--slurm needs --time"),
     (["--slurm", "--time", "60"], "give --gpus-per-node"),
     (["--slurm", "--gpus", "8", "--time", "60"], "--local-executor runs the same job here"),  # no srun here
+    (["--local-executor", "--time", "10", "--data", "/d"], "--data /d: no such directory"),  # before a job queues
 ])
-def test_slurm_requests_fail_with_a_clear_message(tmp_path, args, message):
+def test_slurm_requests_fail_with_a_clear_message(tmp_path, tiny_data_bin, args, message):
     if message.startswith("--local") and __import__("shutil").which("srun"):
         pytest.skip("srun exists on this machine")
-    code, _, err = call(train_cli.train_main, "wmt14_en_de_base", "transformer_wmt_en_de", "--data", "/d",
-                        "--save-dir", str(tmp_path), *args)
+    code, _, err = call(train_cli.train_main, "wmt14_en_de_base", "transformer_wmt_en_de", "--data",
+                        str(tiny_data_bin), "--save-dir", str(tmp_path / "save"), *args)
     assert code == 2 and message in err
+    if "--data" in args:
+        assert not (tmp_path / "save").exists()  # refused before the job's folder is made
 
 
 def test_slurm_without_submitit_names_the_extra(monkeypatch, tmp_path):
@@ -323,6 +326,21 @@ def fake_result(path: Path, outcome: str, value) -> str:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(cloudpickle.dumps((outcome, value)))
     return str(path)
+
+
+def test_a_cut_short_cluster_settings_file_is_named(monkeypatch, tmp_path, tiny_data_bin):
+    """table1.cluster.json (written whole, but a user may edit it) that does not parse: one error naming it,
+    no traceback; a plain reproduce.sh collects through it."""
+    table = tiny_table(monkeypatch, tmp_path, tiny_data_bin)
+    work = tmp_path / "work" / "tiny"
+    work.mkdir(parents=True)
+    for broken in ('{"time_min": 10, "exec', '{"no_such_option": 1}'):
+        (work / "table1.cluster.json").write_text(broken)
+        with pytest.raises(SystemExit) as refused:
+            call(reproduce.main, *table)
+        assert str(refused.value).startswith(f"reproduce.sh: error: {work / 'table1.cluster.json'}: not the cluster "
+                                             "settings reproduce.sh writes")
+    assert not (work / "table1").exists()
 
 
 @pytest.mark.parametrize("train_ok,resubmitted", [(False, ["TRAIN base", "EVALUATE base"]), (True, ["EVALUATE base"])])

@@ -370,6 +370,27 @@ def test_sacrebleu_significance_finds_the_reference_of_a_restored_run(tmp_path):
         compare.pooled_significance(dirs[:1], dirs[1:], lowercase=False, samples=20)
 
 
+def test_a_file_written_atomically_is_whole_or_the_old_one(tmp_path, monkeypatch):
+    """provenance.write_atomically, behind every result file and every file a resume trusts: the new text replaces
+    the old whole; a write that fails midway leaves the old file as it was, and no half file beside it."""
+    from fairseq_localness import provenance
+
+    target = tmp_path / "scores.json"
+    target.write_text("old\n")
+    provenance.write_atomically(target, "new\n")
+    assert target.read_text() == "new\n" and sorted(p.name for p in tmp_path.iterdir()) == ["scores.json"]
+    provenance.write_atomically(target, b"\x89PNG")
+    assert target.read_bytes() == b"\x89PNG"
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(provenance.os, "replace", full_disk)
+    with pytest.raises(OSError, match="No space"):
+        provenance.write_atomically(target, "cut\n")
+    assert target.read_bytes() == b"\x89PNG" and sorted(p.name for p in tmp_path.iterdir()) == ["scores.json"]
+
+
 def test_portable_paths_by_hand():
     from fairseq_localness.provenance import portable_paths
 
@@ -1015,6 +1036,30 @@ def test_published_runs_are_restored_not_retrained(tiny_grid, tmp_path):
     assert caption.count("`fairseq-localness-compare") == 1 and str(tmp_path / "fresh-work") not in caption
     assert not list((tmp_path / "fresh-work").rglob("*.pt"))
     assert not list(published.rglob("ref.tok.txt"))  # publishing the restored runs again adds no test text
+    # a restore cut short before a run's scores.json leaves that run unfinished, so the next call restores it whole
+    cut = list(fresh)
+    cut[cut.index("--work") + 1] = str(tmp_path / "cut-work")
+    grid = compare.grid_from_args(compare.build_parser().parse_args(cut[cut.index("--data"):]))
+    specs = [compare.RunSpec(a, "pre", s) for a in ("transformer", "transformer_gaussian_local") for s in (1, 2)]
+    whole = compare.write_atomically
+
+    def interrupted(path, data, errors="strict"):
+        if Path(path).name == "scores.json":
+            raise KeyboardInterrupt
+        whole(path, data, errors)
+
+    compare.write_atomically = interrupted
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            compare.restore_published(grid, root / "published")
+    finally:
+        compare.write_atomically = whole
+    started = [spec for spec in specs if grid.run_dir(spec).exists()]
+    assert len(started) == 1 and (grid.run_dir(started[0]) / "result.json").is_file()  # the rest of it was copied
+    assert not any(grid.finished(spec) for spec in specs)
+    assert set(compare.restore_published(grid, root / "published")) == set(specs)
+    assert all(grid.finished(spec) for spec in specs)
+    assert compare.RUN_FILES[-1] == "eval-test/scores.json"
 
 
 def test_the_eta_counts_only_runs_trained_from_their_start(capsys):

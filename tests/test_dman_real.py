@@ -101,6 +101,21 @@ def test_validation_losses_from_a_fairseq_log(tmp_path):
         write_curves_csv({"x": tmp_path / "empty.log"}, tmp_path / "d.csv")
 
 
+def test_the_curves_command_keeps_existing_files_unless_asked(tmp_path, capsys):
+    from fairseq_localness.evaluation import curves
+
+    (tmp_path / "a.log").write_text(LOG)
+    (tmp_path / "c.png").write_bytes(b"mine")
+    argv = ["--run", f"DMAN={tmp_path / 'a.log'}", "--csv", str(tmp_path / "c.csv"), "--png", str(tmp_path / "c.png")]
+    with pytest.raises(SystemExit) as refused:
+        curves.main(argv)
+    assert refused.value.code == 2 and f"--png {tmp_path / 'c.png'} exists; pass --overwrite" in capsys.readouterr().err
+    assert not (tmp_path / "c.csv").exists() and (tmp_path / "c.png").read_bytes() == b"mine"  # checked first
+    curves.main([*argv, "--overwrite"])
+    assert read_curves_csv(tmp_path / "c.csv") == {"DMAN": [(100, 9.871), (200, 8.251)]}
+    assert (tmp_path / "c.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
 # --------------------------------------------------------------------------- the slow real-data check
 
 

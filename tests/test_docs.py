@@ -120,6 +120,19 @@ def test_readme_results_match_their_files():
             assert all(f"| `{row['arch']}` | {row['norm']} | {len(row['seeds'])} |" in table.read_text() for row in rows)
 
 
+def test_compare_readme_names_a_missing_page(tmp_path, capsys):
+    """compare_readme's page and results flags: a path that is not there is one error naming the flag, before
+    anything is read or written."""
+    from fairseq_localness.experiments import compare_readme
+
+    for flag, what in (("--readme", "no such file"), ("--extrapolation-page", "no such file"),
+                       ("--attention-page", "no such file"), ("--results", "no such directory")):
+        with pytest.raises(SystemExit) as refused:
+            compare_readme.main(["--check", flag, str(tmp_path / "nope")])
+        assert refused.value.code == 2
+        assert f"error: {flag} {tmp_path / 'nope'}: {what}" in capsys.readouterr().err
+
+
 def test_quickstart_times_are_the_measured_ones():
     """The minutes the README, docs/training.md and the quickstart's --help give are its timed run's
     (docs/results/testing/quickstart-time.json), rounded to the minute."""

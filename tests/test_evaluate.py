@@ -210,6 +210,10 @@ def test_average_checkpoints(trained: dict[str, Path]) -> None:
         assert torch.allclose(avg["model"][k], (a[k] + b[k]) / 2, atol=1e-7), k
     with pytest.raises(ValueError, match=r"last 5 epoch checkpoints .* has 3: checkpoint1.pt, checkpoint2.pt, checkpoint3.pt"):
         average.last_checkpoints(str(trained["ckpt"]), 5)
+    # the command: an --output in no directory is named before any checkpoint is loaded
+    missing = trained["root"] / "no-dir" / "avg.pt"
+    with pytest.raises(SystemExit, match=f"--output {missing}: no directory {missing.parent}"):
+        average.main([str(trained["ckpt"]), "--last", "2", "--output", str(missing)])
 
 
 def test_evaluate_sh_end_to_end(trained: dict[str, Path]) -> None:

@@ -112,6 +112,27 @@ def test_a_cpu_training_is_deterministic(tiny_data_bin, tmp_path):
     assert not all(torch.equal(first[k], other[k]) for k in first)
 
 
+def test_data_that_is_not_binarized_is_refused_before_anything_is_written(tmp_path):
+    """A missing --data directory, one without fairseq-preprocess's dictionaries, or the same given as a
+    task.data override: one error naming the flag and the directory, and no save directory (Hydra writes its
+    logs there before fairseq would fail). A dry run only prints the commands, so it does not check."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "train.de").write_text("raw text, not binarized\n")
+    cases = [(["--data", str(tmp_path / "missing")], ("--data", "missing: no such directory")),
+             (["--data", str(empty)], ("--data", "empty: no fairseq-preprocess dictionary there")),
+             ([f"task.data={empty}"], ("task.data", "empty: no fairseq-preprocess dictionary")),
+             ]
+    for number, (given, named) in enumerate(cases):
+        save = tmp_path / f"save{number}"
+        code, _, err = in_process(*TINY_RUN, *given, "--save-dir", str(save))
+        assert_one_clear_error(code, err, *named)
+        assert not save.exists()
+    code, out, _ = in_process(*TINY_RUN, "--data", str(tmp_path / "missing"), "--save-dir", str(tmp_path / "dry"),
+                              "--dry-run")
+    assert code == 0 and "fairseq-hydra-train" in out and not (tmp_path / "dry").exists()
+
+
 # --- 2. --gpus beyond the visible devices --------------------------------------------------------------------------
 
 def test_more_gpus_than_visible_is_refused_before_the_batch_arithmetic(tmp_path):

@@ -10,6 +10,8 @@ dimension of at least 16, so these models are 64 wide with 4 heads (the other CU
 from __future__ import annotations
 
 import copy
+import os
+import subprocess
 import json
 from types import SimpleNamespace
 
@@ -158,6 +160,12 @@ def test_the_suites_tests_stage_runs_the_cuda_tests_not_the_cpu_smoke(monkeypatc
     assert commands == [[sys.executable, *suite.TEST_COMMAND]]
     report = json.loads((tmp_path / "out" / "gpu_suite.json").read_text())
     assert report["tests"] == {"passed": True, "summary": "3 passed in 1.0s"}
+    # a second run into the same --out is refused before any stage, keeping the first run's report
+    before = (tmp_path / "out" / "gpu_suite.json").read_text()
+    with pytest.raises(SystemExit) as refused:
+        suite.main(["run", "--stages", "tests", "--out", str(tmp_path / "out"), "--data", str(tmp_path / "data")])
+    assert refused.value.code == 2 and len(commands) == 1
+    assert (tmp_path / "out" / "gpu_suite.json").read_text() == before
     # the selection pytest makes of it: every test of the two files but the smoke
     collected = subprocess.run([sys.executable, *suite.TEST_COMMAND[:-2], "--collect-only", "-p", "no:cacheprovider"],
                                capture_output=True, text=True, cwd=suite.REPO).stdout
@@ -268,6 +276,22 @@ def test_cuda_flex_half_precision_at_1024(arch):
                 assert torch.isfinite(param.grad).all(), f"{where}: non-finite gradient of {name}"
         error = (out.float() - reference).abs().max().item()
         assert error <= TOLERANCE[dtype] * scale, f"{where}: max error {error:.4g} vs float32 scale {scale:.4g}"
+
+
+@pytest.mark.parametrize("script,earlier", [("gpu_suite.sh", "gpu_suite.json"),
+                                            ("gpu_suite.sh", "gpu_suite_logs.tar.gz"),
+                                            ("gpu_timeboxed.sh", "gpu_timeboxed_logs.tar.gz")])
+def test_gpu_scripts_keep_an_earlier_run(tmp_path, script, earlier):
+    """The GPU scripts refuse an $OUT holding an earlier run's files before they install or run anything (no
+    GPU or .gpu/ needed to see it), naming the file and FORCE=1."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    (tmp_path / earlier).write_text("an earlier run\n")
+    proc = subprocess.run(["bash", str(root / "scripts" / script)], capture_output=True, text=True,
+                          env={**os.environ, "OUT": str(tmp_path), "PYTHON": "false"})
+    assert proc.returncode == 2 and f"{tmp_path / earlier} holds an earlier" in proc.stderr and "FORCE=1" in proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == [earlier]
 
 
 def test_timeboxed_backend_groups_match_their_docs():

@@ -74,6 +74,28 @@ def test_the_result_file_has_the_docs_fields(tmp_path):
     assert len(run["records"]) == 4 and run["source"]
 
 
+def test_an_existing_result_file_or_a_bad_suite_file_is_refused(tmp_path, capsys):
+    """--out that exists is kept unless --overwrite, checked before the inputs are read; a train input that is not
+    JSON names the file, without a traceback."""
+    log = tmp_path / "tests.log"
+    log.write_text(XDIST_LOG)
+    out = tmp_path / "run.json"
+    out.write_text("mine\n")
+    common = ["--machine", "GPU X", "--torch", "2.11", "--command", "pytest -v"]
+    with pytest.raises(SystemExit) as refused:
+        main(["tests", str(log), "--out", str(out), *common])
+    assert refused.value.code == 2 and out.read_text() == "mine\n"
+    assert f"--out {out} exists; pass --overwrite" in capsys.readouterr().err
+    assert main(["tests", str(log), "--out", str(out), "--overwrite", *common]) == 0
+    assert len(json.loads(out.read_text())["records"]) == 4
+    suite = tmp_path / "gpu_suite.json"
+    suite.write_text('{"train": {"transformer fp16": ')  # cut short
+    with pytest.raises(SystemExit) as refused:
+        main(["train", str(suite), "--out", str(tmp_path / "train.json"), *common])
+    assert refused.value.code == 2 and not (tmp_path / "train.json").exists()
+    assert f"{suite}: not a gpu_suite.json" in capsys.readouterr().err
+
+
 def test_curve_of_a_training_log(tmp_path):
     log = tmp_path / "hydra_train.log"
     log.write_text(

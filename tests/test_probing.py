@@ -396,7 +396,7 @@ def test_probing_a_multi30k_encoder_on_held_out_english(multi30k_prepared, tmp_p
     assert accuracy["word_content"] >= 7.0, accuracy  # chance 3.3
 
 
-def test_score_task_probes_in_process_and_reports_the_papers_columns(tiny, tmp_path):
+def test_score_task_probes_in_process_and_reports_the_papers_columns(tiny, tmp_path, capsys):
     """score_task.sh --task probing (reproduce's Xu 2019 Tables 3-4) runs the probe in this process and turns its
     results.json into the tables' columns, in percent."""
     from fairseq_localness.evaluation import task_scores
@@ -413,3 +413,17 @@ def test_score_task_probes_in_process_and_reports_the_papers_columns(tiny, tmp_p
     scores = json.loads((out / "scores.json").read_text())["probing_accuracy"]
     assert scores["BShif"] == pytest.approx(100 * results["tasks"]["bigram_shift"]["test_accuracy"])
     assert scores["score"] == scores["BShif"]  # the only task given: its column is the score
+    # scoring into the same --out again is refused before anything runs, and leaves the scores as they were;
+    # --force scores again
+    argv = [str(tiny / "ckpt"), str(tiny / "bin"), "--task", "probing", "--subset", "test", "--checkpoint",
+            "checkpoint_last.pt", "--probing-tasks", str(tiny / "tasks"), "--prep-dir", str(prep_dir), "--cpu",
+            "--out", str(out)]
+    before = (out / "scores.json").read_text()
+    (out / "probing" / "results.json").unlink()
+    with pytest.raises(SystemExit) as refused:
+        task_scores.main(argv)
+    assert refused.value.code == 2 and (out / "scores.json").read_text() == before
+    assert f"{out} already holds scores ({out / 'scores.json'}); pass --force" in capsys.readouterr().err
+    assert not (out / "probing" / "results.json").exists()  # nothing ran
+    assert task_scores.main([*argv, "--force"]) == 0 and (out / "probing" / "results.json").is_file()
+    assert json.loads((out / "scores.json").read_text())["probing_accuracy"]["BShif"] == scores["BShif"]

@@ -53,3 +53,30 @@ def test_quickstart_rejects_bad_flags(tmp_path):
         proc = run([*QUICKSTART, *args, "--work", str(tmp_path / "w")], check=False)
         assert proc.returncode == 2 and message in proc.stderr
     assert "--smoke" in run([*QUICKSTART, "--help"]).stdout
+
+
+def test_the_side_by_side_table_names_bad_runs_and_keeps_an_existing_file(tmp_path, capsys):
+    """launch.py compare (the quickstart's step 5): a save directory that is not there, or an evaluation without
+    scores.json, is one error naming it (it used to print a row of n/a); an existing OUT is kept unless
+    --overwrite, checked before any run is read."""
+    import pytest
+
+    from fairseq_localness.experiments.runlog import compare_main
+
+    save, evaluated = tmp_path / "save", tmp_path / "eval"
+    save.mkdir()
+    evaluated.mkdir()
+    (evaluated / "scores.json").write_text(json.dumps({"sacrebleu": {"score": 12.345}}))
+    out = tmp_path / "table.md"
+    for runs, named in (([f"base={tmp_path / 'nosave'}:{evaluated}"], f"base: SAVE_DIR {tmp_path / 'nosave'}: no such"),
+                        ([f"base={save}:{save}"], f"base: EVAL_DIR {save} holds no scores.json")):
+        with pytest.raises(SystemExit) as refused:
+            compare_main([str(out), *runs])
+        assert refused.value.code == 2 and named in capsys.readouterr().err and not out.exists()
+    assert compare_main([str(out), f"base={save}:{evaluated}"]) == 0
+    assert "| base | 12.35 |" in out.read_text()
+    out.write_text("mine\n")
+    with pytest.raises(SystemExit):
+        compare_main([str(out), f"base={save}:{evaluated}"])
+    assert out.read_text() == "mine\n" and f"{out} exists; pass --overwrite" in capsys.readouterr().err
+    assert compare_main([str(out), f"base={save}:{evaluated}", "--overwrite"]) == 0 and "| base |" in out.read_text()

@@ -97,11 +97,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     a = p.parse_args(argv)
     if os.path.exists(a.output) and not a.force:
         sys.exit(f"ERROR: {a.output} exists; pass --force to overwrite it")
+    directory = os.path.dirname(os.path.abspath(a.output))
+    if not os.path.isdir(directory):  # before N checkpoints are loaded
+        sys.exit(f"ERROR: --output {a.output}: no directory {directory}")
     try:
         paths = last_checkpoints(a.checkpoint_dir, a.last, a.updates)
+        averaged = average_checkpoints(paths)
     except (OSError, ValueError) as e:
         sys.exit(f"ERROR: {e}")
-    save_checkpoint(average_checkpoints(paths), a.output)
+    save_checkpoint(averaged, a.output)
     print(f"averaged {', '.join(os.path.basename(x) for x in paths)} -> {a.output}")
 
 

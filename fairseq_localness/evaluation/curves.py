@@ -113,7 +113,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--csv", type=Path, required=True, help="CSV to write (model, updates, valid_loss, valid_nll_loss)")
     p.add_argument("--png", type=Path, help="figure to write from the CSV")
     p.add_argument("--title", default="")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --csv or --png")
     a = p.parse_args(argv)
+    for flag, path in (("--csv", a.csv), ("--png", a.png)):  # before any log is read: nothing is replaced unasked
+        if path is not None and path.exists() and not a.overwrite:
+            p.error(f"{flag} {path} exists; pass --overwrite to replace it, or choose another file")
     try:
         write_curves_csv(dict(a.run), a.csv)
     except ValueError as err:

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from ..paths import USER_DIR
+from ..provenance import write_atomically
 from .outputs import SCORES
 
 #: the scores.json entry of each task
@@ -200,6 +201,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path, help="where scores.json goes [CHECKPOINT_DIR/eval-SUBSET]")
     parser.add_argument("--max-tokens", type=int, default=4096, help="tokens per scoring batch [4096]")
     parser.add_argument("--cpu", action="store_true", help="score on the CPU even when a GPU is there")
+    parser.add_argument("--force", action="store_true",
+                        help="score again into an --out that holds an earlier scores.json (its files are replaced)")
     lm = parser.add_argument_group("language_modeling (fairseq-eval-lm)")
     lm.add_argument("--tokens-per-sample", type=int, default=512, help="longest sample [512]")
     lm.add_argument("--sample-break-mode", default="eos", choices=("none", "complete", "complete_doc", "eos"),
@@ -231,6 +234,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if not args.data_bin.is_dir():
         parser.error(f"DATA_BIN {args.data_bin} is not a directory")
     out = args.out or args.checkpoint_dir / f"eval-{args.subset}"
+    if (out / SCORES).exists() and not args.force:  # before any scoring: an earlier result is never replaced unasked
+        parser.error(f"{out} already holds scores ({out / SCORES}); pass --force to score again and replace them, "
+                     "or give another --out")
+    if out.exists() and not out.is_dir():
+        parser.error(f"--out {out} is a file, not a directory")
     out.mkdir(parents=True, exist_ok=True)
     try:
         if args.task == "classification":
@@ -248,8 +256,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
     metric = TASK_METRIC[args.task]
     scores = {metric: record, "task": args.task, "subset": args.subset, "checkpoint": str(checkpoint)}
-    # written last: reproduce treats a row whose scores.json exists as finished
-    (out / SCORES).write_text(json.dumps(scores, indent=1) + "\n", encoding="utf-8")
+    # written last, and whole: reproduce treats a row whose scores.json exists as finished
+    write_atomically(out / SCORES, json.dumps(scores, indent=1) + "\n")
     print(f"{args.subset}: {metric} {scores[metric]['score']:.2f} -> {out / SCORES}")
     return 0
 

@@ -286,7 +286,10 @@ def submit_training(launch: Launch, plan: Dict[str, int], args: argparse.Namespa
     if args.hydra_launcher:
         command = hydra_command(launch, plan, options)
         print(" ".join(shlex.quote(c) for c in command), flush=True)
-        return 0 if dry_run else run_processes([command], cpu_workers=False)
+        if dry_run:
+            return 0
+        launch.check_data()
+        return run_processes([command], cpu_workers=False)
     save_dir = Path(launch.save_path).resolve()
     # the job may start in another directory: paths as the user meant them here
     launch = replace(launch, save_dir=str(save_dir), data=os.path.abspath(launch.data) if launch.data else None)
@@ -295,6 +298,8 @@ def submit_training(launch: Launch, plan: Dict[str, int], args: argparse.Namespa
     if dry_run:
         print(sbatch_script(options, folder, name))
         return 0
+    require_submitit()  # the missing extra first: it is what a user of --slurm needs to hear before anything else
+    launch.check_data()  # before the job queues (and its folder is made): fairseq would fail on it only once it starts
     executor = make_executor(options, folder, name)
     job = executor.submit(TrainJob(launch, plan, port_from_job=args.master_port is None))
     entry = job_entry(job, "train", options, save_dir=str(save_dir), plan=plan)

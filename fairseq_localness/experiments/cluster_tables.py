@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..evaluation.outputs import HYP_TOK
+from ..provenance import write_atomically
 from .cluster import (RECORD_NAME, SlurmOptions, add_slurm_arguments, append_record, job_entry, job_state,
                       make_executor, options_from_args, read_record, sbatch_script, wait_for)
 from .costs import gpu_hours, gpu_hours_table  # noqa: F401  (gpu_hours: re-exported for reproduce's users)
@@ -97,6 +98,9 @@ def cluster_table(args: argparse.Namespace, work: Path, plans: List,
             SlurmOptions(**json.loads(settings.read_text()))
     except LaunchError as err:
         raise SystemExit(f"reproduce.sh: error: {err}") from None
+    except (json.JSONDecodeError, TypeError) as err:
+        raise SystemExit(f"reproduce.sh: error: {settings}: not the cluster settings reproduce.sh writes ({err}); "
+                         "give --slurm with the resources again to replace it") from None
     if requested and options.executor == "slurm" and not options.gpus_per_node:
         raise SystemExit("reproduce.sh: error: --slurm trains on GPUs: give --gpus-per-node")
     submitting = requested or args.resubmit_failed
@@ -122,7 +126,7 @@ def cluster_table(args: argparse.Namespace, work: Path, plans: List,
     try:
         if submit_rows(args, options, folder, train, evaluate, {p.row.id: p for p in plans}, failed):
             # the resources, for --resubmit-failed; from now on a plain reproduce.sh collects this table
-            settings.write_text(json.dumps(options.to_json(), indent=2) + "\n")
+            write_atomically(settings, json.dumps(options.to_json(), indent=2) + "\n")
     except LaunchError as err:
         raise SystemExit(f"reproduce.sh: error: {err}") from None
     if args.wait:  # for every job of the table that may still finish, earlier submissions included

@@ -48,7 +48,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from ..cli import int_at_least
 from ..evaluation.outputs import HYP_DETOK, HYP_TOK, REF_TOK, SCORES, generate_log, generate_output
 from ..paths import CONFIG_DIR, REPO, SCRIPTS_DIR, CheckoutError, require_checkout
-from ..provenance import checkout_of, machine_description, portable_paths
+from ..provenance import checkout_of, machine_description, portable_paths, write_atomically
 from . import run_analyses
 from .launch import (LaunchError, Launch, arch_configs, benchmark_values, benchmarks, max_tokens_override, model_keys,
                      precision_overrides, tokens_per_update)
@@ -1099,8 +1099,9 @@ def plot_buckets(means: Dict[Tuple[str, str], Dict[str, List[float]]], order: Li
 #: corpus's reference, enough to rebuild every table, the pooled significance test, the learning curves and the
 #: BLEU by length, and to count the run as finished
 RUN_FILES = ("trained", "result.json", "checkpoints/hydra_train.log", "checkpoints/.hydra/config.yaml",
-             *(f"{EVAL_DIR}/{name}" for name in (SCORES, HYP_TOK, HYP_DETOK, GENERATE_LOG, SOURCE_LENGTHS)),
-             *run_analyses.FILES)
+             *(f"{EVAL_DIR}/{name}" for name in (HYP_TOK, HYP_DETOK, GENERATE_LOG, SOURCE_LENGTHS)),
+             *run_analyses.FILES,
+             f"{EVAL_DIR}/{SCORES}")  # last: a copy counts as a finished run once its scores.json is there
 
 
 def training_checkout(run_dir: Path) -> Optional[str]:
@@ -1128,14 +1129,14 @@ def publish(grid: Grid, directory: Path) -> Path:
                              checkout_of(grid.data_bin),
                              *(training_checkout(grid.run_dir(spec)) for spec in finished_specs(grid))) if c]
 
-    def copy(source: Path, destination: Path) -> None:
+    def copy(source: Path, destination: Path) -> None:  # whole or not at all: restore_published trusts a copy
         destination.parent.mkdir(parents=True, exist_ok=True)
         if source.suffix == ".png":
-            destination.write_bytes(source.read_bytes())
+            write_atomically(destination, source.read_bytes())
         else:
             text = source.read_text(encoding="utf-8", errors="surrogateescape")
-            destination.write_text(portable_paths(text, checkouts, sys.prefix, str(Path.home())),
-                                   encoding="utf-8", errors="surrogateescape")
+            write_atomically(destination, portable_paths(text, checkouts, sys.prefix, str(Path.home())),
+                             errors="surrogateescape")
 
     for name in PUBLISHED:
         if (grid.root / name).is_file():
@@ -1182,11 +1183,12 @@ def restore_published(grid: Grid, directory: Path) -> List[RunSpec]:
                            f"{grid.data_bin} names none that is here (prep-info.json's tok_ref): prepare the corpus "
                            "with its data-prep script first")
     for spec, run_dir in missing:
-        for name in RUN_FILES:
+        (grid.run_dir(spec) / EVAL_DIR).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(tok_ref, grid.run_dir(spec) / EVAL_DIR / REF_TOK)
+        for name in RUN_FILES:  # scores.json last, and whole: it is what makes the copy count as finished
             if (run_dir / name).is_file():
                 (grid.run_dir(spec) / name).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(run_dir / name, grid.run_dir(spec) / name)
-        shutil.copyfile(tok_ref, grid.run_dir(spec) / EVAL_DIR / REF_TOK)
+                write_atomically(grid.run_dir(spec) / name, (run_dir / name).read_bytes())
     restored = [spec for spec, _ in missing]
     if restored and not (grid.root / "grid.json").is_file() and (source_root / "grid.json").is_file():
         shutil.copyfile(source_root / "grid.json", grid.root / "grid.json")

@@ -262,6 +262,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--attention-page", type=Path, default=ATTENTION_PAGE,
                         help="the page with the trained-attention block [docs/analyses.md]")
     args = parser.parse_args(argv)
+    for flag, path in (("--readme", args.readme), ("--extrapolation-page", args.extrapolation_page),
+                       ("--attention-page", args.attention_page)):
+        if not path.is_file():
+            parser.error(f"{flag} {path}: no such file")
+    if not args.results.is_dir():
+        parser.error(f"--results {args.results}: no such directory")
     readme, page = args.readme.read_text(encoding="utf-8"), args.extrapolation_page.read_text(encoding="utf-8")
     attention = args.attention_page.read_text(encoding="utf-8")
     pages = [(args.readme, readme, replace_section(readme, render(args.results, args.readme.resolve().parent))),

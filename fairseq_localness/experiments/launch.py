@@ -299,6 +299,18 @@ class Launch:
         detail = re.search(r"error: (.*)$", error)
         raise LaunchError(f"fairseq rejects the model options: {detail.group(1) if detail else error}")
 
+    def check_data(self) -> None:
+        """The binarized data is here (not checked for a dry run, which only prints the commands): else fairseq
+        would fail only after Hydra has written into the save directory, or after a Slurm job has queued."""
+        flag, data = "--data", self.data
+        if data is None:
+            flag, data = "task.data", next(o.split("=", 1)[1] for o in self.overrides if o.startswith("task.data="))
+        if not Path(data).is_dir():
+            raise LaunchError(f"{flag} {data}: no such directory (the data-bin/ written by data-prep/, docs/data.md)")
+        if not has_binarized_data(Path(data)):
+            raise LaunchError(f"{flag} {data}: no fairseq-preprocess dictionary there (dict.*.txt): binarize the "
+                              "corpus first (data-prep/, docs/data.md)")
+
     def check_devices(self) -> None:
         """``--gpus N`` needs N CUDA devices on this machine (not checked for a dry run or a cluster
         submission, whose login node may have none)."""
@@ -431,6 +443,13 @@ class Launch:
             ] + ([f"hydra.run.dir={os.path.abspath(self.save_path)}/rank{rank}"] if rank else [])
             for rank in range(self.cpu_procs)
         ]
+
+
+def has_binarized_data(data_bin: Path) -> bool:
+    """fairseq-preprocess's dictionaries: dict.SRC.txt / dict.TGT.txt (translation), dict.txt (language
+    modelling) or input0/dict.txt and label/dict.txt (sentence_prediction)."""
+    return any(data_bin.glob("dict.*.txt")) or (data_bin / "dict.txt").is_file() or \
+        ((data_bin / "input0" / "dict.txt").is_file() and (data_bin / "label" / "dict.txt").is_file())
 
 
 def run_here(launch: Launch, plan: Dict[str, int], dry_run: bool = False) -> int:

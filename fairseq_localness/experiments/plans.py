@@ -11,7 +11,7 @@ from typing import Dict, List, Optional, Sequence
 from ..evaluation.outputs import SCORES
 from ..paths import SCRIPTS_DIR
 from .fairseq_options import parser_error, setting_task_flags
-from .launch import Launch
+from .launch import Launch, has_binarized_data  # noqa: F401  (reproduce's too)
 from .recipes import arch_configs, benchmarks
 from .tables import Row, TableError, evaluation_of, setting_model_flags, table_dirname
 
@@ -100,13 +100,6 @@ def row_metrics(rows: List[Row], tables: Dict) -> Dict[str, str]:
             metrics[row.id] = ""
     shared = next((m for m in metrics.values() if m), "tokenized_bleu")
     return {row_id: metric or shared for row_id, metric in metrics.items()}
-
-
-def has_binarized_data(data_bin: Path) -> bool:
-    """fairseq-preprocess's dictionaries: dict.SRC.txt / dict.TGT.txt (translation), dict.txt (language
-    modelling) or input0/dict.txt and label/dict.txt (sentence_prediction)."""
-    return any(data_bin.glob("dict.*.txt")) or (data_bin / "dict.txt").is_file() or \
-        ((data_bin / "input0" / "dict.txt").is_file() and (data_bin / "label" / "dict.txt").is_file())
 
 
 @dataclass

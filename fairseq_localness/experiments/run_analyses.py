@@ -61,7 +61,7 @@ def analyse(checkpoint: Path, data_bin: Path, out: Path, label: str, command: st
     records them with the date, machine, load and ``command`` (each table's caption names its own command)."""
     from ..analyses import cli
     from ..analyses.loading import load_checkpoint
-    from ..provenance import load_average, run_header, utc_now
+    from ..provenance import load_average, run_header, utc_now, write_atomically
 
     started, load_before = utc_now(), load_average()
     which = applicable(load_checkpoint(str(checkpoint), str(data_bin), label).model)
@@ -73,7 +73,8 @@ def analyse(checkpoint: Path, data_bin: Path, out: Path, label: str, command: st
     names = [a.name for a in which]
     done = {"analyses": names, "checkpoint": checkpoint.name,
             **run_header(started, load_before, load_average(), command)}
-    (out / Path(DONE).name).write_text(json.dumps(done, indent=1) + "\n", encoding="utf-8")
+    # whole or not at all: done.json marks the run analysed, for good
+    write_atomically(out / Path(DONE).name, json.dumps(done, indent=1) + "\n")
     return names
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..evaluation.outputs import SCORES
+from ..provenance import write_atomically
 
 
 _PARAMS = re.compile(r"num\. (?:shared )?model params: ([\d,]+)")
@@ -231,18 +232,23 @@ def compare_main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog="launch.py compare", description=compare_main.__doc__)
     parser.add_argument("out", help="markdown file to write (also printed)")
     parser.add_argument("runs", nargs="+", metavar="NAME=SAVE_DIR:EVAL_DIR", help="runs to compare; the first is the baseline")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing OUT")
     args = parser.parse_args(argv)
     out = Path(args.out)
+    if out.exists() and not args.overwrite:
+        parser.error(f"{out} exists; pass --overwrite to replace it, or choose another file")
     rows = []
     for spec in args.runs:
         if "=" not in spec or ":" not in spec.split("=", 1)[1]:
             parser.error(f"expected NAME=SAVE_DIR:EVAL_DIR, got {spec!r}")
         name, dirs = spec.split("=", 1)
         save_dir, eval_dir = dirs.split(":", 1)
-        run = stats(Path(save_dir))
         scores_path = Path(eval_dir) / SCORES
-        scores = json.loads(scores_path.read_text()) if scores_path.exists() else {}
-        rows.append((name, run, scores))
+        if not Path(save_dir).is_dir():
+            parser.error(f"{name}: SAVE_DIR {save_dir}: no such directory")
+        if not scores_path.is_file():
+            parser.error(f"{name}: EVAL_DIR {eval_dir} holds no {SCORES} (evaluate the run first: scripts/evaluate.sh)")
+        rows.append((name, stats(Path(save_dir)), json.loads(scores_path.read_text())))
     lines = ["| model | sacreBLEU | chrF | tokenized BLEU | parameters | training speed (words/s) | updates |",
              "|---|---|---|---|---|---|---|"]
     for name, run, scores in rows:
@@ -264,7 +270,7 @@ def compare_main(argv: Sequence[str]) -> int:
         notes.append(f"sacreBLEU signature: {signature}")
     table = "\n".join(lines + notes) + "\n"
     print(table)
-    out.write_text(table)
+    write_atomically(out, table)
     return 0
 
 

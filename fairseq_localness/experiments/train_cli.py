@@ -72,6 +72,7 @@ def train_main(argv: Sequence[str]) -> int:
         launch.validate()
         if not args.dry_run and not on_cluster:
             launch.check_devices()  # a dry run or a Slurm submission may be prepared on a machine without GPUs
+            launch.check_data()  # (a submission checks it once its own options pass: cluster.submit_training)
         plan = launch.plan()
         if on_cluster:
             print(describe(launch, plan), flush=True)

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from ..experiments.runlog import validation_points
+from ..provenance import result_file_problem, write_atomically
 from .suite import UPDATES, SuiteFailure, check_training, error_cause
 
 #: "[gw3] [ 41%] PASSED tests/test_gpu.py::test_x[param] " (xdist) or "tests/test_gpu.py::test_x[param] PASSED [ 41%]"
@@ -184,7 +185,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("inputs", nargs="+", type=Path,
                         help="pytest -v logs (tests), one gpu_suite.json or the suite's --out folder (train), one "
                              "training or comparison log (curve), one benchmark log (backends)")
-    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--out", type=Path, required=True, help="the result file to write (refused where it exists)")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing --out")
     parser.add_argument("--machine", required=True, help="the GPU, e.g. 'NVIDIA H200 (CUDA 13.0)'")
     parser.add_argument("--torch", required=True)
     parser.add_argument("--command", required=True, help="the command(s) that produced the inputs")
@@ -199,11 +201,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             parser.error(f"{path}: no such file")
     if opts.kind != "tests" and len(opts.inputs) != 1:
         parser.error(f"{opts.kind}: give one file")
+    problem = result_file_problem(str(opts.out), "--out", opts.overwrite)
+    if problem:
+        parser.error(problem)
     extra: dict = {}
     if opts.kind == "tests":
         records = outcome_records(opts.inputs)
     elif opts.kind == "train":
-        records = train_records(opts.inputs[0])
+        try:
+            records = train_records(opts.inputs[0])
+        except json.JSONDecodeError as err:
+            parser.error(f"{opts.inputs[0]}: not a gpu_suite.json ({err}); give the suite's file or its --out folder")
     elif opts.kind == "backends":
         records = backend_records(opts.inputs[0], opts.baseline)
         extra = {"baseline": opts.baseline}
@@ -221,7 +229,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if opts.note:
         run["note"] = opts.note
     opts.out.parent.mkdir(parents=True, exist_ok=True)
-    opts.out.write_text(json.dumps(run, indent=2) + "\n", encoding="utf-8")
+    write_atomically(opts.out, json.dumps(run, indent=2) + "\n")
     print(f"wrote {opts.out} ({len(records)} records)")
     return 0
 

@@ -332,6 +332,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     prep.add_argument("--dir", type=Path, default=PREPARED)
     go = sub.add_parser("run", help="run the suite")
     go.add_argument("--out", type=Path, required=True, help="folder for logs, gpu_suite.json and gpu_suite.md")
+    go.add_argument("--overwrite", action="store_true", help="run into an --out that holds an earlier run's files")
     go.add_argument("--data", type=Path, default=PREPARED / "multi30k-bin", help="binarized training data")
     go.add_argument("--cpu-smoke", action="store_true", help="toy-size run of the same code on the CPU")
     go.add_argument("--stages", default=",".join(STAGES), help="comma-separated stages to run: " + ", ".join(STAGES))
@@ -357,6 +358,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     families = opts.families.split(",") if opts.families else (list(SMOKE_FAMILIES) if opts.cpu_smoke else architecture_families())
     if "train" in stages and not (opts.data / "dict.en.txt").exists() and not list(opts.data.glob("dict.*.txt")):
         parser.error(f"--data {opts.data}: no binarized data (run `python -m fairseq_localness.gpu.suite prepare` first)")
+    if (opts.out / "gpu_suite.json").exists() and not opts.overwrite:  # before any stage: an earlier run is kept
+        parser.error(f"--out {opts.out} holds an earlier run (gpu_suite.json): choose another --out, or pass "
+                     "--overwrite to replace its files")
     opts.out.mkdir(parents=True, exist_ok=True)
     report = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "device": device_description(), **machine(),
               "command": " ".join(["python -m fairseq_localness.gpu.suite", *(argv if argv is not None else sys.argv[1:])])}
