@@ -132,9 +132,11 @@ def test_pooled_bootstrap_of_identical_outputs_is_no_evidence(tmp_path):
     assert result["delta"] == 0.0 and result["p_value"] == 1.0 and result["mark"] == ""
 
 
-def test_pooled_outputs_pair_seed_k_with_seed_k(tmp_path):
-    """The pooled system is every seed's output; its BLEU is the corpus BLEU of their concatenation (not the mean
-    of the seeds' BLEUs)."""
+def test_pooled_bleu_is_the_bleu_of_every_seeds_output(tmp_path):
+    """The pooled system is every seed's output, in seed order; its BLEU is the corpus BLEU of their concatenation
+    (not the mean of the seeds' BLEUs). Which baseline seed sits beside which system seed does not matter: the
+    bootstrap resamples test sentences with all their outputs, so a baseline of the same lines in another seed
+    order scores the same."""
     from sacrebleu.metrics import BLEU
 
     seed1 = ["the cat sat on the mat", "a dog ran", "birds fly over the old town", "she reads a long book"]
@@ -144,8 +146,10 @@ def test_pooled_outputs_pair_seed_k_with_seed_k(tmp_path):
     baseline = [write_eval(tmp_path / "b1", seed2, REFS), write_eval(tmp_path / "b2", seed1, REFS)]
     result = compare.pooled_significance(system, baseline, lowercase=False, samples=50)["tokenized_bleu"]
     pooled = BLEU(tokenize="none", smooth_method="none", force=True).corpus_score(seed1 + seed2, [REFS + REFS]).score
-    assert result["system"] == round(pooled, 2) == result["baseline"]  # the same lines, paired the other way
-    assert result["mark"] == ""
+    mean_of_seeds = sum(BLEU(tokenize="none", smooth_method="none", force=True).corpus_score(seed, [REFS]).score
+                        for seed in (seed1, seed2)) / 2
+    assert abs(pooled - mean_of_seeds) > 0.1  # the two readings differ on these lines, so the check below can fail
+    assert result["system"] == round(pooled, 2) == result["baseline"]  # the same lines in the other seed order
 
 
 def test_a_repeated_seed_is_no_new_evidence(tmp_path):

@@ -246,7 +246,11 @@ def test_evaluate_sh_end_to_end(trained: dict[str, Path]) -> None:
     sig = scores["significance"]
     assert set(sig) == {"tokenized_bleu", "sacrebleu"}
     assert sig["tokenized_bleu"]["baseline"] == json.loads((base_dir / "scores.json").read_text())["tokenized_bleu"]["score"]
-    assert sig["tokenized_bleu"]["mark"] in {"", "↑", "⇑", "↓", "⇓"} and 0 < sig["tokenized_bleu"]["p_value"] <= 1
+    found = sig["tokenized_bleu"]  # the mark is the one its p and the sign of its difference call for
+    better = found["delta"] > 0
+    expected = "" if found["delta"] == 0 or found["p_value"] >= 0.05 else \
+        ("⇑" if better else "⇓") if found["p_value"] < 0.01 else ("↑" if better else "↓")
+    assert found["mark"] == expected, found
     assert "tokenised BLEU (cased)" in proc.stdout and "sacreBLEU" in proc.stdout and "vs baseline" in proc.stdout
 
     # an existing evaluation is not overwritten without --force

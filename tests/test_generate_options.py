@@ -2,9 +2,13 @@
 
 One untrained checkpoint per family is written once per module (a random
 model finishes hypotheses at varied steps, which is what pruning needs);
-fairseq-generate and fairseq-interactive run in-process. Each option set is
-checked for what the option promises (lengths, prefixes, repeated n-grams,
-n-best counts, constraints, alignments), not only that decoding runs.
+fairseq-generate and fairseq-interactive run in-process. Every option set runs
+through each family's incremental decoding (the plugin's cached state reordered
+by beam search, sampling and diverse groups). Where an untrained model lets an
+option's promise be seen, it is checked: lengths, prefixes, repeated n-grams,
+alignments, constraints. The sampling, diverse-beam, length- and unknown-penalty
+sets are checked for their n-best counts only, and `--retain-dropout` only runs
+(these models have no dropout).
 """
 
 from __future__ import annotations
