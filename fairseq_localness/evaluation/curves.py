@@ -19,6 +19,8 @@ import re
 from pathlib import Path
 from typing import Dict, List, Mapping, Sequence, Tuple
 
+from ..provenance import result_file_problem
+
 CSV_FIELDS = ("model", "updates", "valid_loss", "valid_nll_loss")
 
 _SIMPLE = re.compile(r"\| valid on 'valid' subset \|(?P<fields>.*)$")
@@ -116,8 +118,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--overwrite", action="store_true", help="replace an existing --csv or --png")
     a = p.parse_args(argv)
     for flag, path in (("--csv", a.csv), ("--png", a.png)):  # before any log is read: nothing is replaced unasked
-        if path is not None and path.exists() and not a.overwrite:
-            p.error(f"{flag} {path} exists; pass --overwrite to replace it, or choose another file")
+        problem = path is not None and result_file_problem(str(path), flag, a.overwrite)
+        if problem:
+            p.error(problem)
     try:
         write_curves_csv(dict(a.run), a.csv)
     except ValueError as err:

@@ -30,6 +30,7 @@ import sys
 from typing import Any, Sequence
 
 from ..cli import int_at_least, user_dir
+from ..provenance import write_atomically
 from . import scoring
 from .average import average_checkpoints, last_checkpoints, save_checkpoint
 from .outputs import HYP_DETOK, HYP_TOK, REF_TOK, SCORES, STARTED, generate_log, generate_output
@@ -296,10 +297,7 @@ def evaluate(a: argparse.Namespace) -> dict[str, Any]:
                            "remove_bpe": remove_bpe, "command": shlex.join(cmd)},
               **scores, "out": os.path.abspath(out)}
     # written whole or not at all: a scores.json is what marks an evaluation (and a comparison's run) finished
-    partial = os.path.join(out, "scores.json.partial")
-    with open(partial, "w", encoding="utf-8") as f:
-        json.dump(scores, f, indent=1, ensure_ascii=False)
-    os.replace(partial, os.path.join(out, SCORES))
+    write_atomically(os.path.join(out, SCORES), json.dumps(scores, indent=1, ensure_ascii=False))
     return scores
 
 

@@ -11,7 +11,7 @@ from typing import Dict, List, Optional, Sequence
 from ..evaluation.outputs import SCORES
 from ..paths import SCRIPTS_DIR
 from .fairseq_options import parser_error, setting_task_flags
-from .launch import Launch, has_binarized_data  # noqa: F401  (reproduce's too)
+from .launch import Launch, has_binarized_data
 from .recipes import arch_configs, benchmarks
 from .tables import Row, TableError, evaluation_of, setting_model_flags, table_dirname
 

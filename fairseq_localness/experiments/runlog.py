@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..evaluation.outputs import SCORES
-from ..provenance import write_atomically
+from ..provenance import result_file_problem, write_atomically
 
 
 _PARAMS = re.compile(r"num\. (?:shared )?model params: ([\d,]+)")
@@ -235,8 +235,9 @@ def compare_main(argv: Sequence[str]) -> int:
     parser.add_argument("--overwrite", action="store_true", help="replace an existing OUT")
     args = parser.parse_args(argv)
     out = Path(args.out)
-    if out.exists() and not args.overwrite:
-        parser.error(f"{out} exists; pass --overwrite to replace it, or choose another file")
+    problem = result_file_problem(str(out), "OUT", args.overwrite)
+    if problem:
+        parser.error(problem)
     rows = []
     for spec in args.runs:
         if "=" not in spec or ":" not in spec.split("=", 1)[1]:

@@ -20,6 +20,7 @@ import torch
 from localness_prep.checks import CheckError
 from localness_prep.senteval import GROUPS, SPLITS, TASKS, ProbingTask, check_task, read_task, task_name
 
+from ..provenance import write_atomically
 from .classifier import ClassifierConfig, ProbeResult, probe_features
 from .encode import FrozenEncoder, Preprocessing, ProbingError, encode_sentences
 
@@ -110,10 +111,7 @@ def write_outputs(out_dir: str, results: Sequence[ProbeResult], tasks: Sequence[
             "counts": t.counts(), "predictions": f"{t.name}.predictions.tsv"} for r, t in zip(results, tasks)},
         "group_averages": group_averages(results),
     }
-    tmp = os.path.join(out_dir, "results.json.part")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(summary, f, indent=1)
-    os.replace(tmp, os.path.join(out_dir, "results.json"))
+    write_atomically(os.path.join(out_dir, "results.json"), json.dumps(summary, indent=1))
 
 
 def run_probing(frozen: FrozenEncoder, tasks: Sequence[ProbingTask], prep: Preprocessing, cfg: ClassifierConfig,
