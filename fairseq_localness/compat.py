@@ -20,7 +20,8 @@ ve-fairseq 0.12.3 also drops sentences when batching (see
 nothing on the CPU (see :func:`fix_no_repeat_ngram`).
 
 fairseq keeps its early-stopping count (``--patience``) and the plateau schedule's last step in memory only, so a
-resumed training did not go on as the uninterrupted one (see :func:`resume_where_training_stopped`).
+resumed training did not go on as the uninterrupted one (see :func:`resume_where_training_stopped`), and it made a
+resumed training's batches of other sentences than the uninterrupted one's (see :func:`batches_of_the_first_epoch`).
 
 Code that imports the package and then hands fairseq ``--user-dir`` (the
 compare grid, the analyses, probing) no longer makes fairseq log
@@ -345,6 +346,49 @@ def resume_where_training_stopped() -> None:
         checkpoint_utils.load_checkpoint = load_with_resume_state
 
 
+def batches_of_the_first_epoch() -> None:
+    """Give a training resumed at epoch k > 1 the batches the uninterrupted training draws.
+
+    fairseq builds an epoch's batches once and reuses them in every later epoch, only shuffling their order
+    (``FairseqTask.get_batch_iterator``, for a dataset that ``can_reuse_epoch_itr``: a translation corpus that is
+    not sharded). It orders the sentences by length under the random seed ``seed + epoch`` of the epoch that builds
+    them, and that order decides which of the sentences of equal length go into which batch. The uninterrupted
+    training builds them in epoch 1; a training resumed from a checkpoint of epoch k builds them in epoch k, under
+    another seed: batches of the same sizes that hold other sentences, and from its first update on the resumed
+    run's weights part from those of the run it continues. Built here as epoch 1 builds them (the iterator then
+    stands at epoch k, as fairseq's), they are the uninterrupted run's. A training that starts in epoch 1, and
+    one that rebuilds its batches every epoch (``--rebuild-batches``, sharded data), is unchanged.
+    """
+    import inspect
+
+    from fairseq.tasks.fairseq_task import FairseqTask
+
+    build = FairseqTask.get_batch_iterator
+    if getattr(build, "batches_of_first_epoch", False):
+        return
+    signature = inspect.signature(build)
+
+    @functools.wraps(build)
+    def get_batch_iterator(self, *args, **kwargs):
+        bound = signature.bind(self, *args, **kwargs)
+        bound.apply_defaults()
+        given, epoch = bound.arguments, bound.arguments["epoch"]
+        dataset = given["dataset"]
+        reused_later = (not given["disable_iterator_cache"] and not given["update_epoch_batch_itr"]
+                        and not getattr(getattr(self, "cfg", None), "rebuild_batches", False)
+                        and self.can_reuse_epoch_itr(dataset))
+        if not reused_later or epoch <= 1 or dataset in self.dataset_to_epoch_iter:
+            return build(*bound.args, **bound.kwargs)
+        given["epoch"] = 1
+        iterator = build(*bound.args, **bound.kwargs)
+        iterator.epoch = epoch  # as fairseq's iterator built at epoch k stands (a checkpoint's state then loads)
+        dataset.set_epoch(epoch)
+        return iterator
+
+    get_batch_iterator.batches_of_first_epoch = True
+    FairseqTask.get_batch_iterator = get_batch_iterator
+
+
 def apply() -> None:
     """Idempotently apply every fix."""
     global _applied
@@ -360,5 +404,6 @@ def apply() -> None:
     fix_no_repeat_ngram()
     numpy2_compat_long()
     resume_where_training_stopped()
+    batches_of_the_first_epoch()
     mark_user_dir_imported()
     _applied = True

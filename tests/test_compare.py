@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +19,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from localness_testing import BIN, REPO, USER_DIR, hold_lock, release_lock, run  # noqa: E402
+from localness_testing import (BIN, REPO, USER_DIR, hold_lock, preprocess, release_lock, run,  # noqa: E402
+                               write_synthetic_corpus)
 
 from fairseq_localness.experiments import compare  # noqa: E402
 from fairseq_localness.experiments.launch import Launch, LaunchError  # noqa: E402
@@ -359,6 +361,63 @@ def test_a_recipe_key_that_does_not_exist_is_refused(tiny_data_bin, tmp_path):
     assert proc.returncode == 2 and "encoder_embed_dimm" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr[-2000:]
 
 
+def test_your_own_corpus_is_checked_before_training(tiny_data_bin, tmp_path):
+    """docs/compare.md, "Your own corpus": a data-bin with a dictionary per language under a recipe that shares all
+    embeddings, and a recipe with no task, are refused with exit code 2 before anything trains; a data-bin without
+    a raw reference is said to give tokenized BLEU only; the dry run's train.sh command runs as printed."""
+    corpus = tmp_path / "corpus"
+    write_synthetic_corpus(corpus / "raw", train=60)
+    separate = preprocess(corpus / "raw", corpus / "data-bin", joined=False)
+    recipe = tmp_path / "mine.yaml"
+    recipe.write_text(RECIPE)
+    own = ["--recipe", str(recipe), "--archs", "transformer", "--seeds", "1"]
+    proc = run(COMPARE + ["--data", str(separate), *own, "--work", str(tmp_path / "w1")], check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert (f"--data {separate}: dict.src.txt and dict.tgt.txt differ, and the model shares all embeddings"
+            in proc.stderr and "fairseq-preprocess --joined-dictionary" in proc.stderr), proc.stderr
+    assert not list((tmp_path / "w1").rglob("checkpoints"))
+    # the same data-bin with the embeddings not shared passes
+    proc = run(COMPARE + ["--data", str(separate), *own, "--work", str(tmp_path / "w2"), "--dry-run",
+                          "--train-args", "model.share_all_embeddings=false"], check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+    taskless = tmp_path / "taskless.yaml"
+    taskless.write_text(re.sub(r"task:\n(  .*\n)+", "", RECIPE))
+    assert "task:" not in taskless.read_text()
+    proc = run(COMPARE + ["--data", str(tiny_data_bin), "--recipe", str(taskless), "--archs", "transformer",
+                          "--seeds", "1", "--work", str(tmp_path / "w3"), "--dry-run"], check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert "recipe taskless sets no task: give it a task: block" in proc.stderr, proc.stderr
+
+    proc = run(COMPARE + ["--data", str(tiny_data_bin), *own, "--work", str(tmp_path / "w4"), "--dry-run"])
+    assert (f"note: --data {tiny_data_bin} has no raw test reference (no detok_ref in its prep-info.json), and "
+            "--eval-args give no --detok-ref: the table scores tokenized BLEU only") in proc.stdout
+    train = next(line for line in proc.stdout.splitlines() if line.strip().startswith("train:"))
+    argv = shlex.split(train.split("train:", 1)[1])
+    assert argv[:4] == ["bash", "scripts/train.sh", "mine", "transformer"]
+    assert argv[4:6] == ["--recipe-dir", str(tmp_path / "w4" / "mine" / "recipe")]
+    by_hand = run(argv + ["--dry-run"], cwd=REPO)
+    assert "fairseq-hydra-train" in by_hand.stdout and "benchmark=mine" in by_hand.stdout
+    # with --detok-ref the note goes
+    raw_ref = tmp_path / "test.tgt"
+    raw_ref.write_text((corpus / "raw" / "test.tgt").read_text())
+    proc = run(COMPARE + ["--data", str(tiny_data_bin), *own, "--work", str(tmp_path / "w4"), "--dry-run",
+                          "--eval-args", f"--detok-ref {raw_ref}"])
+    assert "note:" not in proc.stdout
+
+
+def test_the_recipe_note_names_the_train_args(tiny_data_bin, tmp_path):
+    """--train-args change what every run trains with: the table's recipe note names them after the recipe."""
+    grid = compare.Grid(label="lbl", recipe="compare_multi30k_de_en", data_bin=tiny_data_bin, archs=["transformer"],
+                        seeds=[1], norms=["pre"], baseline="transformer", work=tmp_path / "w",
+                        train_overrides=["optimization.max_epoch=2", "model.dropout=0.2"])
+    note = compare.recipe_summary(grid)
+    assert note.startswith("recipe `compare_multi30k_de_en`: 3+3 layers, 128 dim")
+    assert "; --train-args over it: `optimization.max_epoch=2 model.dropout=0.2`; norm placement: " in note
+    grid.train_overrides = []
+    assert "--train-args" not in compare.recipe_summary(grid)
+
+
 def test_sacrebleu_significance_finds_the_reference_of_a_restored_run(tmp_path):
     """Runs restored from a published grid name a detokenised reference that lies elsewhere (another machine):
     the grid's data-bin's reference serves; with none, the error names the missing file."""
@@ -682,6 +741,9 @@ def test_tiny_grid_table_columns_and_files(tiny_grid):
     root, _, first = tiny_grid
     out = root / "work" / "tiny"
     assert "[4/4] transformer_gaussian_local (pre-norm, seed 2)" in first.stdout
+    assert f"written to {out}/table.md, table.json, runs.csv, runs.json, curves.csv, figure.png, curves.png, " \
+        "buckets.md, buckets.csv, buckets.png and commands.json" in first.stdout
+    assert "has no raw test reference" in first.stdout  # the synthetic corpus has no prep-info.json
     for name in ("table.md", "table.json", "runs.csv", "runs.json", "figure.png", "curves.csv", "curves.png",
                  "buckets.md", "buckets.csv", "buckets.png", "commands.json"):
         assert (out / name).is_file(), name

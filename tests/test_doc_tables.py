@@ -316,6 +316,24 @@ def test_the_undated_per_run_analyses_are_the_ones_compare_md_names():
         f"papers' methods on Multi30k, KFTT's first {NUMBER_WORDS[len(kftt)]})"], "the published done.json files")
 
 
+def test_the_published_runs_resumed_on_other_batches_are_most():
+    """compare.md: "Most of the published runs were resumed at least once before the plugin did this: their
+    hydra_train.log says `creating new batches for epoch K` (K > 1) after a `Loaded checkpoint` line", read from
+    the logs. The plugin's resume builds its batches as epoch 1 (compat.batches_of_the_first_epoch)."""
+    logs = sorted((REPO / "docs" / "results" / "compare").glob("*/*/*/seed*/checkpoints/hydra_train.log"))
+    rebuilt = []
+    for log in logs:
+        text = log.read_text(encoding="utf-8")
+        after_loads = [part for part in re.split(r"Loaded checkpoint \S+ \(epoch \d+", text)[1:]]
+        if any(int(k) > 1 for part in after_loads for k in re.findall(r"creating new batches for epoch (\d+)", part)):
+            rebuilt.append(log)
+    assert logs and len(logs) / 2 < len(rebuilt) < len(logs)
+    assert_page_says("docs/compare.md", [
+        "Most of the published runs were resumed at least once before the plugin did this: their "
+        "`hydra_train.log` says `creating new batches for epoch K` (K > 1) after a `Loaded checkpoint` line"],
+        "the published hydra_train.log files")
+
+
 def test_ngram_gap_prose_is_its_table():
     """What docs/analyses.md reads off the n-gram gap table (analyses/ngram-gap-multi30k.json)."""
     run = doc_tables.load_run(doc_tables.RESULTS / "analyses" / "ngram-gap-multi30k.json")

@@ -1,5 +1,7 @@
-"""``--patience`` counts across a resume as in one uninterrupted training (compat.resume_where_training_stopped;
-the plateau schedule's half of it: tests/test_compare.py::test_the_plateau_schedule_resumes_at_its_halved_rate).
+"""A resumed training goes on as the uninterrupted one: ``--patience`` counts across a resume
+(compat.resume_where_training_stopped; the plateau schedule's half of it:
+tests/test_compare.py::test_the_plateau_schedule_resumes_at_its_halved_rate), and the resumed epochs train on the
+uninterrupted training's batches, to the same weights (compat.batches_of_the_first_epoch).
 
 With a learning rate of 0 the model never changes, so every validation loss equals the first: the first epoch
 sets the best, and each later epoch adds one to fairseq's count of validations without improvement. With
@@ -42,3 +44,24 @@ def test_patience_counts_across_a_resume(tiny_data_bin, tmp_path):
     rest = train(tiny_data_bin, tmp_path / "split", max_epoch=10)
     assert validated_epochs(rest) == [3, 4]
     assert "early stop since valid performance hasn't improved for last 3 runs" in rest
+
+
+def test_a_resumed_training_ends_with_the_uninterrupted_ones_weights(tiny_data_bin, tmp_path):
+    """Three epochs in one training, and one epoch then a resume for two more, end with bit-identical weights on
+    the CPU. The synthetic corpus has many sentences of each length (3-12 words), so a resume that builds its
+    batches under epoch 2's seed (fairseq's own) puts other sentences into them and ends elsewhere."""
+    def trained(save_dir, max_epoch: int) -> str:
+        command = train_command(tiny_data_bin, save_dir, "transformer", ["--max-epoch", str(max_epoch)],
+                                updates=100000)
+        proc = run(command)
+        return proc.stdout + proc.stderr
+
+    whole = trained(tmp_path / "whole", 3)
+    assert validated_epochs(whole) == [1, 2, 3]
+    assert validated_epochs(trained(tmp_path / "split", 1)) == [1]
+    resumed = trained(tmp_path / "split", 3)
+    assert validated_epochs(resumed) == [2, 3] and "Loaded checkpoint" in resumed
+    one = torch.load(tmp_path / "whole" / "checkpoint_last.pt")["model"]
+    other = torch.load(tmp_path / "split" / "checkpoint_last.pt")["model"]
+    assert one.keys() == other.keys()
+    assert [name for name in one if not torch.equal(one[name], other[name])] == []

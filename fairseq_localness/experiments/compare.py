@@ -276,9 +276,29 @@ def validate(grid: Grid) -> None:
         try:
             launch = launch_of(grid, spec)
             launch.validate()
+            launch.check_data()  # a model that shares all embeddings needs a joined dictionary
             launch.plan()  # the batch split over --gpus, refused here rather than when the run starts
         except LaunchError as err:
             raise CompareError(f"recipe {grid.recipe} with {spec.arch}: {err}") from None
+
+
+def reference_note(grid: Grid) -> Optional[str]:
+    """What the table will lack, said before anything trains: with no raw test reference (neither
+    ``prep-info.json``'s ``detok_ref``, written by data-prep/, nor ``--detok-ref`` in --eval-args), every run is
+    scored by tokenized BLEU only, against fairseq-generate's ``T-`` lines unless ``tok_ref`` names a file."""
+    flags = grid.evaluate_flags
+    if "--detok-ref" in flags or any(f.startswith("--detok-ref=") for f in flags) or "--no-sacrebleu" in flags:
+        return None
+    info_path = grid.data_bin / "prep-info.json"
+    try:
+        info = json.loads(info_path.read_text(encoding="utf-8")) if info_path.is_file() else {}
+    except (OSError, ValueError) as err:
+        raise CompareError(f"--data {grid.data_bin}: {info_path.name} does not parse ({err})") from None
+    if info.get("detok_ref"):
+        return None
+    return (f"note: --data {grid.data_bin} has no raw test reference (no detok_ref in its prep-info.json), and "
+            "--eval-args give no --detok-ref: the table scores tokenized BLEU only, with no sacreBLEU or chrF. "
+            "Give --eval-args '--detok-ref RAW_TEST_TARGET_FILE' (docs/compare.md, your own corpus)")
 
 
 # --- running ------------------------------------------------------------------------------------------------
@@ -762,7 +782,10 @@ def recipe_summary(grid: Grid, records: Sequence[Dict[str, Any]] = ()) -> str:
     stop = (f"early stopping on validation loss, patience {ckpt.get('patience')} epochs"
             + (f", or once the learning rate is at most {floor}" if floor is not None and float(floor) > 0 else "")
             + f", at most {opt.get('max_epoch') or '-'} epochs / {opt.get('max_update') or '-'} updates")
-    return f"recipe `{grid.recipe}`: {size}; {optimiser}; {stop}; norm placement: {norm_placements(grid, records)}"
+    # --train-args change what trained, not the recipe's file: named as given, after the recipe they override
+    overrides = f"; --train-args over it: `{shlex.join(grid.train_overrides)}`" if grid.train_overrides else ""
+    return (f"recipe `{grid.recipe}`: {size}; {optimiser}; {stop}{overrides}; "
+            f"norm placement: {norm_placements(grid, records)}")
 
 
 #: the commands that trained under a label, each with the runs it plans, in the order they first ran: the table's
@@ -1466,8 +1489,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: the corpus's compare_* recipe)")
     parser.add_argument("--label", help="name of the result directory WORK/LABEL [the corpus, or the recipe's name]")
     parser.add_argument("--archs", default="families",
-                        help="architectures: a group of configs/compare.yaml (families, papers, norm) or names, "
-                        "comma-separated [families]")
+                        help=f"architectures: a group of configs/compare.yaml ({', '.join(load_compare_config()['groups'])}) "
+                        "or names, comma-separated [families]")
     parser.add_argument("--baseline", default="transformer", help="the row every other is compared with [transformer]")
     parser.add_argument("--seeds", default="3", help="a number of seeds (3: seeds 1,2,3) or a list (1,4) [3]")
     parser.add_argument("--norm", default="pre", help="norm placement(s) for every architecture: pre, post or pre,post [pre]")
@@ -1480,13 +1503,15 @@ def build_parser() -> argparse.ArgumentParser:
                         "(e.g. 'optimization.max_epoch=2' for a smoke run)")
     parser.add_argument("--eval-args", default="", help="more scripts/evaluate.sh options for every run, one quoted string")
     parser.add_argument("--length-buckets", help="upper edges of source-length buckets (words) for buckets.md, "
-                        "e.g. 10,20,30 [the corpus's]")
+                        "e.g. 10,20,30 [the shipped corpus's; for your own corpus none, and no buckets.* files]")
     parser.add_argument("--bootstrap-samples", default=1000, help="paired bootstrap resamples [1000]",
                         type=int_at_least(1, "must be 1 or more: every table tests each architecture against "
                                              "the baseline"))
     parser.add_argument("--publish", type=Path,
                         help="also copy the table, runs, figure and learning curves to PUBLISH/LABEL (e.g. docs/results)")
-    parser.add_argument("--dry-run", action="store_true", help="validate and print every run's commands; train nothing")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="validate and print every run's commands; train nothing (a --recipe file is copied to "
+                        "WORK/LABEL/recipe/, which the printed commands read)")
     parser.add_argument("--table-only", action="store_true", help="write the table from the finished runs; train nothing")
     from .cluster_tables import add_arguments as add_cluster_arguments
 
@@ -1575,6 +1600,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         claim_label(grid, write=False)
         if not args.table_only:
             validate(grid)
+            note = reference_note(grid)
+            if note:
+                print(note, flush=True)
             if not args.dry_run:
                 claim_label(grid)
     except CompareError as err:
@@ -1610,7 +1638,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"fairseq-localness-compare: error: {err}", file=sys.stderr)
         return 2
     print(text)
-    print(f"written to {grid.root}/table.md, table.json, runs.csv, runs.json, curves.csv, curves.png and figure.png")
+    written = [name for name in PUBLISHED if (grid.root / name).is_file()]
+    print(f"written to {grid.root}/{', '.join(written[:-1])} and {written[-1]}")
     if args.publish:
         print(f"published to {Path(args.publish) / grid.label}")
     for spec, problems in off_recipe_runs(grid):

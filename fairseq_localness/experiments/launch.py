@@ -91,6 +91,8 @@ def max_tokens_override(overrides: Sequence[str]) -> Optional[int]:
 
 #: Launch.check_config's outcome per (benchmark, arch, overrides, recipe dir, GPUs?): None or the error
 _config_checks: Dict[tuple, Optional[str]] = {}
+#: what check_data needs of a composed config that passed: (shares all embeddings, source lang, target lang)
+_config_facts: Dict[tuple, Tuple[bool, Optional[str], Optional[str]]] = {}
 
 
 def _truthy(value) -> bool:
@@ -206,7 +208,7 @@ class Launch:
         """Compose the config fairseq-hydra-train would run and check it: every override names an existing
         key (the closest one is suggested), fp16 is asked for only on GPUs, and the model options pass
         fairseq's parser and the locality checks (each model.* key is open-ended in Hydra)."""
-        key = (self.benchmark, self.arch, tuple(self.overrides), str(self.recipe_dir), bool(self.gpus))
+        key = self._config_key()
         if key not in _config_checks:
             quiet = logging.root.manager.disable
             logging.disable(logging.INFO)  # Hydra's and fairseq's chatter while composing and parsing
@@ -220,11 +222,19 @@ class Launch:
         if _config_checks[key] is not None:
             raise LaunchError(_config_checks[key])
 
+    def _config_key(self) -> tuple:
+        return (self.benchmark, self.arch, tuple(self.overrides), str(self.recipe_dir), bool(self.gpus))
+
     def _check_config(self) -> None:
         try:
             cfg = compose(self.benchmark, self.arch, self.overrides, recipe_dir=self.recipe_dir)
         except Exception as err:  # Hydra's ConfigCompositionException, OmegaConf's errors
             raise self.composition_error(err) from None
+        if cfg.get("task") is None:  # a recipe file without a /data/ default or a task: block
+            raise LaunchError(f"recipe {self.benchmark} sets no task: give it a task: block (_name: translation and "
+                              "its options) or a /data/ file in its defaults list (docs/compare.md, your own corpus)")
+        _config_facts[self._config_key()] = (_truthy(cfg.model.get("share_all_embeddings")),
+                                             cfg.task.get("source_lang"), cfg.task.get("target_lang"))
         if not self.gpus:
             for name, (flag, what) in FP16_SETTINGS.items():
                 if _truthy(cfg.common.get(name.split(".", 1)[1])):
@@ -310,6 +320,10 @@ class Launch:
         if not has_binarized_data(Path(data)):
             raise LaunchError(f"{flag} {data}: no fairseq-preprocess dictionary there (dict.*.txt): binarize the "
                               "corpus first (data-prep/, docs/data.md)")
+        self.check_config()
+        shared, source, target = _config_facts[self._config_key()]
+        if shared:
+            check_joined_dictionary(Path(data), flag, source, target)
 
     def check_devices(self) -> None:
         """``--gpus N`` needs N CUDA devices on this machine (not checked for a dry run or a cluster
@@ -356,9 +370,10 @@ class Launch:
 
     def train_sh_args(self) -> List[str]:
         """``scripts/train.sh``'s arguments that start this launch: what a user runs by hand, what a table prints
-        and what its subprocess runs. (``recipe_dir`` has no flag: a recipe file given to the comparison is
-        found beside its runs.)"""
+        and what its subprocess runs."""
         args = [self.benchmark, self.arch]
+        if self.recipe_dir is not None:
+            args += ["--recipe-dir", str(self.recipe_dir)]
         if self.data is not None:
             args += ["--data", str(self.data)]
         if self.save_dir is not None:
@@ -443,6 +458,28 @@ class Launch:
             ] + ([f"hydra.run.dir={os.path.abspath(self.save_path)}/rank{rank}"] if rank else [])
             for rank in range(self.cpu_procs)
         ]
+
+
+def check_joined_dictionary(data_bin: Path, flag: str, source: Optional[str], target: Optional[str]) -> None:
+    """A model that shares all embeddings (share_all_embeddings: the shipped recipes) needs one dictionary for
+    both sides, as ``fairseq-preprocess --joined-dictionary`` writes it; fairseq would stop only once the model is
+    built. The pair is the config's languages, else the data-bin's only two ``dict.*.txt``. fairseq compares the
+    dictionaries' symbols in order, not their counts, and so does this check."""
+    if source and target:
+        pair = [data_bin / f"dict.{source}.txt", data_bin / f"dict.{target}.txt"]
+    else:
+        pair = sorted(p for p in data_bin.glob("dict.*.txt") if p.name.count(".") == 2)
+    if len(pair) != 2 or not all(p.is_file() for p in pair):
+        return  # not a translation data-bin of one pair: the task reports what it lacks
+
+    def symbols(path: Path) -> List[str]:
+        return [line.split(" ", 1)[0] for line in path.read_text(encoding="utf-8").splitlines()]
+
+    if symbols(pair[0]) != symbols(pair[1]):
+        raise LaunchError(f"{flag} {data_bin}: {pair[0].name} and {pair[1].name} differ, and the model shares all "
+                          "embeddings (model.share_all_embeddings=true), which needs one dictionary for both "
+                          "languages: binarize with fairseq-preprocess --joined-dictionary, or give "
+                          "model.share_all_embeddings=false")
 
 
 def has_binarized_data(data_bin: Path) -> bool:

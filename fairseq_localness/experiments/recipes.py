@@ -35,8 +35,12 @@ def recipe_path(benchmark: str, recipe_dir: Optional[Path] = None) -> Path:
 
 
 def check_names(benchmark: str, arch: str, recipe_dir: Optional[Path] = None) -> None:
+    if recipe_dir is not None and not Path(recipe_dir).is_dir():
+        raise LaunchError(f"--recipe-dir {recipe_dir}: no such directory")
     if not recipe_path(benchmark, recipe_dir).is_file():
-        raise LaunchError(f"unknown benchmark {benchmark!r}; configs/benchmark/ has: {', '.join(benchmarks())}")
+        beside = f" nor {Path(recipe_dir) / 'benchmark'}/" if recipe_dir is not None else ""
+        raise LaunchError(f"unknown benchmark {benchmark!r}; configs/benchmark/{beside} has: "
+                          f"{', '.join(benchmarks())}")
     if arch not in arch_configs():
         raise LaunchError(
             f"no config for architecture {arch!r} in configs/arch/; available: {', '.join(arch_configs())}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from pathlib import Path
 from typing import Sequence, Tuple
 
 from ..paths import CheckoutError, require_checkout
@@ -30,6 +31,9 @@ def parse_train(argv: Sequence[str]) -> Tuple[argparse.Namespace, Launch]:
     parser.add_argument("arch", help="configs/arch/<name>.yaml, e.g. transformer_gaussian_local_wmt_en_de")
     parser.add_argument("--data", help="binarized data (data-prep's OUT/data-bin)")
     parser.add_argument("--save-dir", help="checkpoint directory (default: checkpoints/BENCHMARK/ARCH)")
+    parser.add_argument("--recipe-dir", type=Path,
+                        help="a directory with benchmark/BENCHMARK.yaml, searched before configs/ (the comparison's "
+                        "WORK/LABEL/recipe, where it copies a --recipe file)")
     parser.add_argument("--gpus", "--gpus-per-node", type=int, default=0, help="GPUs per node (0: train on the CPU)")
     parser.add_argument("--nodes", type=int, default=1, help="number of nodes (run the command on every node)")
     parser.add_argument("--node-rank", type=int, default=0, help="this node's rank, 0..nodes-1")
@@ -53,7 +57,7 @@ def parse_train(argv: Sequence[str]) -> Tuple[argparse.Namespace, Launch]:
         benchmark=args.benchmark, arch=args.arch, data=args.data, save_dir=args.save_dir, gpus=args.gpus,
         nodes=args.nodes, node_rank=args.node_rank, master_addr=args.master_addr, master_port=args.master_port,
         cpu_procs=args.cpu_procs, max_tokens=args.max_tokens, effective_tokens=args.effective_tokens,
-        overrides=overrides,
+        overrides=overrides, recipe_dir=args.recipe_dir,
     )
     return args, launch
 
