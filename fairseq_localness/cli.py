@@ -25,3 +25,19 @@ def int_at_least(minimum: int, why: str) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+def device_argument(text: str) -> str:
+    """An argparse type: a torch device name (or ``auto``), checked when the arguments are read, before any
+    checkpoint is loaded."""
+    if text == "auto":
+        return text
+    import torch
+
+    try:
+        torch.device(text)
+    except RuntimeError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a device: auto, cpu, cuda, cuda:1, ...") from None
+    if text.startswith("cuda") and not torch.cuda.is_available():
+        raise argparse.ArgumentTypeError(f"{text}: no CUDA device is available here (use cpu)")
+    return text

@@ -353,6 +353,8 @@ it needs fairseq, sacremoses, subword-nmt (and jieba / fugashi+unidic-lite / sen
     def prepare_out_dir(self) -> None:
         """Refuse to touch a finished run (unless --force) or a foreign non-empty directory."""
         out = self.out_dir
+        if os.path.exists(out) and not os.path.isdir(out):
+            self.die(f"--out {out}: a file, not a directory. Nothing was changed; choose another --out.")
         done = os.path.join(out, ".prep-done")
         if os.path.exists(done):
             if not self.force:

@@ -11,7 +11,15 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(dirname "$here")"
 cd "$repo"
 jobs=2
-[[ ${1:-} == --jobs ]] && jobs=${2:?--jobs needs a number}
+while (( $# )); do
+  case $1 in
+    --jobs) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || { echo "compare-published.sh: error: --jobs needs a number of 1 or more" >&2; exit 2; }
+            jobs=$2; shift 2 ;;
+    -h|--help) sed -n '2,8p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "compare-published.sh: error: unknown argument '$1': it takes --jobs N only (each step's own options:" \
+            "scripts/compare.sh --help; docs/compare.md)" >&2; exit 2 ;;
+  esac
+done
 shared="$repo/../shared/data"
 publish="docs/results/compare"
 status=0

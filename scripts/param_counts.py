@@ -46,7 +46,10 @@ def main() -> None:
         suffix, baseline = SIZES[size]
         base = count_parameters(recipe_model(baseline, args.recipe))
         for arch in args.archs.split(","):
-            params = count_parameters(recipe_model(arch + suffix, args.recipe, extra))
+            try:
+                params = count_parameters(recipe_model(arch + suffix, args.recipe, extra))
+            except ValueError as err:  # an unknown architecture
+                parser.error(f"--archs {arch}: {err}")
             print(f"{arch + suffix:45s} {show(params)} {show(base)} {show(params - base, signed=True)}")
 
 

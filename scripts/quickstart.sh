@@ -45,6 +45,7 @@ if [[ $smoke == 1 ]]; then
   [[ $work == runs/quickstart ]] && work=runs/quickstart-smoke
 fi
 [[ $updates =~ ^[1-9][0-9]*$ ]] || { echo "quickstart.sh: --updates must be a positive integer" >&2; exit 2; }
+[[ $cpu_procs =~ ^[1-9][0-9]*$ ]] || { echo "quickstart.sh: --cpu-procs must be a positive integer" >&2; exit 2; }
 [[ -f "$repo/configs/arch/$arch.yaml" ]] || {
   echo "quickstart.sh: no configs/arch/$arch.yaml; choose a bare architecture name such as transformer_gaussian_local" >&2
   exit 2

@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from ..cli import int_at_least
+from ..cli import device_argument, int_at_least
 from ..evaluation.scoring import tokenizer_argument
 from ..paths import USER_DIR
 from ..provenance import (command_line, load_average, machine_description, result_file_problem, run_header, utc_now,
@@ -39,21 +39,6 @@ class Analysis:
 
 
 _one_based = int_at_least(1, "heads and layers are counted from 1")
-
-
-def _device(text: str) -> str:
-    """A torch device name, checked when the arguments are read (before any checkpoint is loaded)."""
-    if text == "auto":
-        return text
-    import torch
-
-    try:
-        torch.device(text)
-    except RuntimeError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a device: auto, cpu, cuda, cuda:1, ...") from None
-    if text.startswith("cuda") and not torch.cuda.is_available():
-        raise argparse.ArgumentTypeError(f"{text}: no CUDA device is available here (use cpu)")
-    return text
 
 
 def _ints(text: str) -> List[int]:
@@ -268,7 +253,8 @@ def _args_ngram(parser):
     parser.add_argument("--baseline-name", default="baseline", metavar="NAME",
                         help="the baseline's name in the caption and the --json result file (default: baseline)")
     parser.add_argument("--ref", required=True, help="references (plain text or fairseq-generate output's T- lines)")
-    parser.add_argument("--max-order", type=int, default=8, help="highest n-gram order (papers: 8)")
+    parser.add_argument("--max-order", type=int_at_least(1, "must be 1 or more"), default=8,
+                        help="highest n-gram order (papers: 8)")
     parser.add_argument("--tokenize", type=tokenizer_argument, default="13a",
                         help="sacreBLEU tokenizer (13a, zh, intl, none for tokenised text, ...)")
     parser.add_argument("--lowercase", action="store_true",
@@ -418,7 +404,7 @@ def build_parser() -> argparse.ArgumentParser:
             sub.add_argument("--max-tokens", type=int, default=4096, help="tokens per batch")
             sub.add_argument("--batch-size", type=int, default=None, help="sentences per batch")
             sub.add_argument("--max-sentences", type=int, default=None, help="read only this many sentences")
-            sub.add_argument("--device", type=_device, default="auto", help="auto (GPU when available), cpu, cuda, cuda:1, ...")
+            sub.add_argument("--device", type=device_argument, default="auto", help="auto (GPU when available), cpu, cuda, cuda:1, ...")
             sub.add_argument("--user-dir", default=str(USER_DIR), help="the plugin directory, as fairseq's --user-dir")
             sub.add_argument("--quiet", action="store_true", help="no progress output")
         analysis.add_arguments(sub)

@@ -45,7 +45,13 @@ def _load(path: str) -> dict[str, Any]:
     import fairseq_localness  # noqa: F401  (allow-lists fairseq's checkpoint classes for torch.load)
     from fairseq import checkpoint_utils
 
-    return checkpoint_utils.load_checkpoint_to_cpu(path)
+    import pickle
+
+    try:
+        return checkpoint_utils.load_checkpoint_to_cpu(path)
+    except (EOFError, RuntimeError, pickle.UnpicklingError) as err:  # an empty or cut-short file
+        raise ValueError(f"{path}: not a readable checkpoint ({type(err).__name__}: {str(err)[:200]}); "
+                         "it may have been cut short by a killed save") from None
 
 
 def average_checkpoints(paths: Sequence[str]) -> dict[str, Any]:

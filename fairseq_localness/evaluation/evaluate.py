@@ -144,14 +144,14 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--subset", default="test")
     g.add_argument("--source-lang")
     g.add_argument("--target-lang")
-    g.add_argument("--beam", type=int, default=5)
+    g.add_argument("--beam", type=int_at_least(1, "must be 1 or more"), default=5)
     g.add_argument("--lenpen", type=float, default=1.0)
     g.add_argument("--max-len-a", type=float, default=0)
     g.add_argument("--max-len-b", type=int, default=200)
     g.add_argument("--remove-bpe", choices=["subword_nmt", "sentencepiece", "none"],
                    help="BPE to undo [from DATA_BIN/prep-info.json, else subword_nmt]")
-    g.add_argument("--max-tokens", type=int, default=8000)
-    g.add_argument("--batch-size", type=int)
+    g.add_argument("--max-tokens", type=int_at_least(1, "must be 1 or more"), default=8000)
+    g.add_argument("--batch-size", type=int_at_least(1, "must be 1 or more"))
     g.add_argument("--cpu", action="store_true")
     g.add_argument("--generate-args", type=_generate_args, default="",
                    help="more fairseq-generate options, one quoted string")
@@ -174,6 +174,22 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--out", help="output directory [CHECKPOINT_DIR/eval-SUBSET-<checkpoint>]")
     g.add_argument("--force", action="store_true", help="overwrite an earlier evaluation in OUT")
     return p
+
+
+def option_error(options: Sequence[str]) -> str | None:
+    """What evaluate.sh would say of OPTIONS (the options after CHECKPOINT_DIR DATA_BIN), or None: a command that
+    decodes after hours of training (the comparison, reproduce.sh) checks its decoding options before it trains."""
+    parser = build_parser()
+
+    def refuse(message: str):
+        raise EvalError(message)
+
+    parser.error = refuse  # type: ignore[method-assign]  (argparse exits; the caller names its own flag)
+    try:
+        parser.parse_args(["CHECKPOINT_DIR", "DATA_BIN", *options])
+    except EvalError as err:
+        return str(err)
+    return None
 
 
 def resolve_checkpoint(a: argparse.Namespace, out: str) -> tuple[str, list[str]]:
@@ -223,6 +239,8 @@ def run_generate(a: argparse.Namespace, checkpoint: str, src: str, tgt: str, rem
 
 def evaluate(a: argparse.Namespace) -> dict[str, Any]:
     for path, what in ((a.checkpoint_dir, "checkpoint directory"), (a.data_bin, "data-bin directory")):
+        if os.path.exists(path) and not os.path.isdir(path):
+            raise EvalError(f"{what} {path} is a file: give the directory that holds it")
         if not os.path.isdir(path):
             raise EvalError(f"{what} {path} does not exist")
     if not glob.glob(os.path.join(a.data_bin, "dict.*.txt")):

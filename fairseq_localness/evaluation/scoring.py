@@ -208,6 +208,8 @@ def score_all(hyp_tok: Sequence[str], ref_tok: Sequence[str], *, lowercase: bool
               bootstrap_samples: int = 1000) -> dict[str, Any]:
     """All scores of one system as a JSON-ready dict (see the module docstring)."""
     n = len(hyp_tok)
+    if n == 0:
+        raise ValueError("no hypotheses to score (the file is empty)")
     _same_length(n, {"references": ref_tok, "detokenised hypotheses": hyp_detok, "raw references": ref_detok,
                      "baseline hypotheses": baseline_tok, "detokenised baseline hypotheses": baseline_detok})
     prep = compound_split if compound else (lambda s: s)

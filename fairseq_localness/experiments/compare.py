@@ -272,6 +272,12 @@ def validate(grid: Grid) -> None:
                            "(dict.*.txt and test.*.idx)")
     if grid.baseline not in grid.archs:
         raise CompareError(f"--baseline {grid.baseline} is not one of --archs ({', '.join(grid.archs)})")
+    from ..evaluation.evaluate import option_error  # (imports torch: only where runs are about to train)
+
+    problem = option_error(grid.evaluate_flags)
+    if problem:  # else every run would train for hours, then fail to decode
+        raise CompareError(f"--eval-args: evaluate.sh refuses the decoding options "
+                           f"{shlex.join(grid.evaluate_flags)}: {problem}")
     for spec in grid.runs():
         try:
             launch = launch_of(grid, spec)
@@ -1476,6 +1482,14 @@ def lowercased(data_bin: Path) -> bool:
 # --- command line -------------------------------------------------------------------------------------------
 
 
+def _group_names() -> str:
+    """The --archs groups for --help; outside a checkout (no configs/) the parser still builds, and main says why."""
+    try:
+        return ", ".join(load_compare_config()["groups"])
+    except (OSError, KeyError, TypeError):
+        return "see the file"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fairseq-localness-compare", description=__doc__.split("\n\n")[0],
                                      epilog="docs/compare.md has the recipes, the significance test and the "
@@ -1489,7 +1503,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: the corpus's compare_* recipe)")
     parser.add_argument("--label", help="name of the result directory WORK/LABEL [the corpus, or the recipe's name]")
     parser.add_argument("--archs", default="families",
-                        help=f"architectures: a group of configs/compare.yaml ({', '.join(load_compare_config()['groups'])}) "
+                        help=f"architectures: a group of configs/compare.yaml ({_group_names()}) "
                         "or names, comma-separated [families]")
     parser.add_argument("--baseline", default="transformer", help="the row every other is compared with [transformer]")
     parser.add_argument("--seeds", default="3", help="a number of seeds (3: seeds 1,2,3) or a list (1,4) [3]")
@@ -1547,6 +1561,9 @@ def grid_from_args(args: argparse.Namespace) -> Grid:
         raise CompareError(f"--norm {args.norm!r}: choose pre, post or pre,post")
     if args.jobs < 1:
         raise CompareError("--jobs must be at least 1")
+    for flag, directory in (("--work", args.work), ("--publish", args.publish)):
+        if directory is not None and Path(directory).exists() and not Path(directory).is_dir():
+            raise CompareError(f"{flag} {directory}: a file, not a directory")
     if args.fp16 and not args.gpus:
         raise CompareError("--fp16 trains in half precision on GPUs: give --gpus N (on the CPU, train in fp32)")
     evaluate_flags = list(corpus["evaluate"]) if corpus else []

@@ -91,7 +91,7 @@ def one_process_speed(results: Path, base: Path, recipe_table: Dict) -> Tuple[Op
             f"interleaved with `{baseline}`'s in one process and timed by CPU time, median of "
             f"{first['train_ratio']['rounds']} rounds; "
             f"measured {measured_at(run)}; command: "
-            f"`{run['command']}`; [result file]({path.relative_to(base).as_posix()}), "
+            f"`{run['command']}`; [result file]({Path(os.path.relpath(path, base)).as_posix()}), "
             f"[table]({Path(os.path.relpath(REPO / 'docs' / 'compare.md', base)).as_posix()}#the-table)."
             + (f" {run['note'].rstrip('.')}." if run.get("note") else ""))  # what the load average means, say
     return line, ratios
@@ -108,7 +108,7 @@ def render(results: Path = RESULTS, base: Path = REPO) -> str:
         return "No comparison has been published yet: `bash scripts/compare-published.sh` runs the grid."
     lines = []
     for label, title, _, table in published:
-        rel = (results / label).relative_to(base).as_posix()
+        rel = Path(os.path.relpath(results / label, base)).as_posix()
         links = [f"[full table]({rel}/table.md)", f"[figure]({rel}/figure.png)", f"[learning curves]({rel}/curves.png)",
                  f"[every run]({rel}/runs.csv)"]
         if (results / label / "buckets.md").is_file():
@@ -270,7 +270,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.error(f"--results {args.results}: no such directory")
     readme, page = args.readme.read_text(encoding="utf-8"), args.extrapolation_page.read_text(encoding="utf-8")
     attention = args.attention_page.read_text(encoding="utf-8")
-    pages = [(args.readme, readme, replace_section(readme, render(args.results, args.readme.resolve().parent))),
+    pages = [(args.readme, readme, replace_block(readme, BEGIN, END, render(args.results, args.readme.resolve().parent),
+                                                 str(args.readme))),
              (args.extrapolation_page, page,
               replace_block(page, EXTRAPOLATION_BEGIN, EXTRAPOLATION_END,
                             render_extrapolation(args.results, args.extrapolation_page.resolve().parent),

@@ -320,6 +320,9 @@ class Launch:
         if not has_binarized_data(Path(data)):
             raise LaunchError(f"{flag} {data}: no fairseq-preprocess dictionary there (dict.*.txt): binarize the "
                               "corpus first (data-prep/, docs/data.md)")
+        if not any(Path(data).glob("train*.idx")) and not any(Path(data).glob("*/train*.idx")):
+            raise LaunchError(f"{flag} {data}: no training split there (train*.idx): binarize the corpus with "
+                              "fairseq-preprocess --trainpref (data-prep/, docs/data.md)")
         self.check_config()
         shared, source, target = _config_facts[self._config_key()]
         if shared:
@@ -355,6 +358,8 @@ class Launch:
         or into a run further along than requested."""
         from .rundir import RunDirError, check_run_dir, finished
 
+        if Path(self.save_path).exists() and not Path(self.save_path).is_dir():
+            raise LaunchError(f"--save-dir {self.save_path}: a file, not a directory")
         try:
             state = check_run_dir(Path(self.save_path), self.arch, self.requested_max_update(),
                                   accept_cut_short=self.accept_cut_short)

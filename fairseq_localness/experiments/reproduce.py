@@ -27,9 +27,10 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from . import report
+from ..cli import int_at_least
 from ..evaluation.outputs import HYP_TOK
 from ..paths import CheckoutError, require_checkout
-from .launch import precision_overrides
+from .launch import LaunchError, precision_overrides
 from .fairseq_options import parser_error, setting_task_flags  # noqa: F401  (re-exported: reproduce's vocabulary)
 from .plans import (  # noqa: F401  (re-exported: reproduce's vocabulary)
     SCRIPTS,
@@ -78,8 +79,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--dry-run", action="store_true", help="print every command; run and write nothing")
     parser.add_argument("--rows", help="comma-separated row ids to run (default: all); the table lists them all")
     parser.add_argument("--gpus", "--gpus-per-node", type=int, default=0, help="GPUs per node for training (0: CPU)")
-    parser.add_argument("--cpu-procs", type=int, default=1, help="CPU training processes when --gpus is 0")
-    parser.add_argument("--max-tokens", type=int, help="tokens per device and step (default: the setting's)")
+    parser.add_argument("--cpu-procs", type=int_at_least(1, "must be 1 or more"), default=1,
+                        help="CPU training processes when --gpus is 0")
+    parser.add_argument("--max-tokens", type=int_at_least(1, "must be 1 or more"),
+                        help="tokens per device and step (default: the setting's)")
     parser.add_argument("--work", default="runs", help="where runs and results go [runs]")
     parser.add_argument("--data-root", default="runs/data",
                         help="directory holding <dataset>/data-bin, i.e. data-prep/prepare-*.sh --out "
@@ -135,6 +138,9 @@ def main(argv: Sequence[str]) -> int:
             parser.error(f"unknown row id(s): {', '.join(unknown)}; the table's rows: {', '.join(r.id for r in rows)}")
         selected = [r for r in rows if r.id in wanted]
     work, data_root = Path(args.work).resolve(), Path(args.data_root).resolve()
+    for flag, directory in (("--work", work), ("--data-root", data_root)):
+        if directory.exists() and not directory.is_dir():
+            parser.error(f"{flag} {directory}: a file, not a directory")
     train_args = precision_overrides(shlex.split(args.train_args))
     flags = [a for a in train_args if a.startswith("-")]
     if flags:
@@ -153,6 +159,13 @@ def main(argv: Sequence[str]) -> int:
             plan.launch.overrides += train_args
             plan.evaluate += shlex.split(args.eval_args)
             plans[row.id] = plan
+    translated = [plan for plan in plans.values() if plan.evaluate[1].endswith("evaluate.sh")]
+    if args.eval_args and translated:  # else each row would train, then fail to decode (score_task.sh: its own)
+        from ..evaluation.evaluate import option_error
+
+        problem = option_error(shlex.split(args.eval_args))
+        if problem:
+            parser.error(f"--eval-args {args.eval_args!r}: evaluate.sh refuses it: {problem}")
     for plan in plans.values():
         if "--baseline-hyp" in plan.evaluate and plan.row.baseline not in plans:  # a baseline not trained (yet)
             cut = plan.evaluate.index("--baseline-hyp")
@@ -187,6 +200,12 @@ def main(argv: Sequence[str]) -> int:
         print(f"NOTE: --allow-other-corpus: {check.data} is {check.found_name}, not the paper's {check.expected}; "
               "the report says so")
 
+    for plan in [plans[r.id] for r in trained if not plans[r.id].scores.exists()]:  # (a done row is not rerun)
+        try:  # every row's training is checked before the first starts
+            plan.launch.validate()
+        except LaunchError as err:
+            print(f"reproduce.sh: error: row {plan.row.id}: {err}", file=sys.stderr)
+            return 2
     failed: Dict[str, str] = {}
     # cluster runs (docs/cluster.md): --slurm submits the rows as jobs; a work dir with submitted jobs is collected
     from .cluster_tables import cluster_table

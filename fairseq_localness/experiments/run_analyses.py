@@ -89,6 +89,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("out", type=Path)
     parser.add_argument("--label", default="model", help="the model's name in the tables")
     args = parser.parse_args(argv)
+    if args.out.exists() and not args.out.is_dir():
+        parser.error(f"OUT {args.out}: a file, not a directory for the analyses")
     from ..analyses.loading import AnalysisError
     from ..provenance import command_line
 

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from ..cli import int_at_least
 from ..evaluation.outputs import SCORES
 from ..provenance import result_file_problem, write_atomically
 
@@ -207,7 +208,8 @@ def progress_main(argv: Sequence[str]) -> int:
     show the end of the output."""
     parser = argparse.ArgumentParser(prog="launch.py progress", description=progress_main.__doc__)
     parser.add_argument("name", help="the run's name, printed on every line")
-    parser.add_argument("total", type=int, help="the number of updates the run will make")
+    parser.add_argument("total", type=int_at_least(1, "must be 1 or more"),
+                        help="the number of updates the run will make")
     args = parser.parse_args(argv)
     name, total = args.name, args.total
     tail: List[str] = []
@@ -249,7 +251,11 @@ def compare_main(argv: Sequence[str]) -> int:
             parser.error(f"{name}: SAVE_DIR {save_dir}: no such directory")
         if not scores_path.is_file():
             parser.error(f"{name}: EVAL_DIR {eval_dir} holds no {SCORES} (evaluate the run first: scripts/evaluate.sh)")
-        rows.append((name, stats(Path(save_dir)), json.loads(scores_path.read_text())))
+        try:
+            scores = json.loads(scores_path.read_text(encoding="utf-8"))
+        except ValueError as err:
+            parser.error(f"{name}: {scores_path} is not JSON ({err}): evaluate the run again (scripts/evaluate.sh)")
+        rows.append((name, stats(Path(save_dir)), scores))
     lines = ["| model | sacreBLEU | chrF | tokenized BLEU | parameters | training speed (words/s) | updates |",
              "|---|---|---|---|---|---|---|"]
     for name, run, scores in rows:
@@ -287,6 +293,9 @@ def stats_main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog="launch.py stats", description="parameters and training speed of runs as JSON")
     parser.add_argument("save_dirs", nargs="+")
     args = parser.parse_args(argv)
+    missing = [d for d in args.save_dirs if not Path(d).is_dir()]
+    if missing:
+        parser.error(f"{', '.join(missing)}: no such directory (give save directories)")
     print(json.dumps({d: stats(Path(d)) for d in args.save_dirs}, indent=2))
     return 0
 

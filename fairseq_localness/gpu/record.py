@@ -224,6 +224,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
               else "the train stage of gpu_suite.json",
               "curve": "a training log", "backends": "the benchmark's per-measurement lines"}[opts.kind]
     source += f", read by `python -m fairseq_localness.gpu.record {opts.kind}`"
+    if not records:  # nothing of the expected kind in the file: a result file of 0 records would say nothing
+        parser.error(f"{', '.join(map(str, opts.inputs))}: no {opts.kind} results in it (it should hold "
+                     f"{source.split(',')[0]}); nothing was written")
     run = {"date": opts.date, "machine": opts.machine, "torch": opts.torch, "command": opts.command,
            "source": source, **extra, "records": records}
     if opts.note:

@@ -356,6 +356,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if unknown:
         parser.error(f"--stages: unknown stage(s) {sorted(unknown)}; choose from {', '.join(STAGES)}")
     families = opts.families.split(",") if opts.families else (list(SMOKE_FAMILIES) if opts.cpu_smoke else architecture_families())
+    if opts.out.exists() and not opts.out.is_dir():
+        parser.error(f"--out {opts.out}: a file, not a directory")
     if "train" in stages and not (opts.data / "dict.en.txt").exists() and not list(opts.data.glob("dict.*.txt")):
         parser.error(f"--data {opts.data}: no binarized data (run `python -m fairseq_localness.gpu.suite prepare` first)")
     if (opts.out / "gpu_suite.json").exists() and not opts.overwrite:  # before any stage: an earlier run is kept

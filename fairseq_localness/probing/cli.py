@@ -18,9 +18,17 @@ from typing import List, Optional, Sequence
 from localness_prep.checks import CheckError
 from localness_prep.senteval import read_task, summary, write_task
 
+from ..cli import device_argument
 from . import generators as gen
 from .classifier import ClassifierConfig
 from .encode import Preprocessing, ProbingError, load_encoder, preprocessing_from_prep_dir
+
+
+def _device(text: str) -> str:
+    """The encoder's device: a torch device, checked before the checkpoint loads (no ``auto`` here)."""
+    if text == "auto":
+        raise argparse.ArgumentTypeError("auto: give the device, cpu or cuda")
+    return device_argument(text)
 
 
 def _numbers(kind):
@@ -62,7 +70,7 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--max-epoch", type=int, default=d.max_epoch, help="at most this many passes [200]")
     c.add_argument("--seed", type=int, default=d.seed, help="classifier seed [1111, SentEval's]")
     e.add_argument("--encode-batch-size", type=int, default=128, help="sentences per encoder batch [128]")
-    e.add_argument("--device", default="cpu", help="cpu or cuda [cpu]")
+    e.add_argument("--device", type=_device, default="cpu", help="cpu, cuda, cuda:1, ... [cpu]")
     e.add_argument("--limit", type=int, help="use only the first N lines of every partition (a quick look)")
 
     s = sub.add_parser("generate", help="build the parser-free probing tasks from English text (one sentence a line)")

@@ -53,8 +53,12 @@ def main(argv=None) -> None:
         parser.error(f"source {args.source}: no such file")
     if os.path.exists(args.output):
         parser.error(f"{args.output} exists; choose another output file (nothing was overwritten)")
+    if not os.path.isdir(os.path.dirname(os.path.abspath(args.output))):
+        parser.error(f"output {args.output}: no directory {os.path.dirname(os.path.abspath(args.output))}")
     with open(args.source, encoding="utf-8") as f:
         summaries = lead_lines((line.rstrip("\n") for line in f), args.sentences)
+    if not summaries:
+        parser.error(f"source {args.source} is empty: no document to summarize (nothing was written)")
     with open(args.output, "w", encoding="utf-8") as f:
         f.writelines(s + "\n" for s in summaries)
     print(f"{len(summaries)} LEAD-{args.sentences} summaries -> {args.output}")

@@ -1,0 +1,172 @@
+"""Bad input to the user-facing commands: refused with a message that names the flag or file, before anything
+expensive runs (a training, a checkpoint load), and with no Python traceback; nothing a user had is changed.
+
+Each case here once ended otherwise: in a traceback, in a failure only after hours of training, or in a silent
+success on input that could not be meant."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+
+from localness_testing import BIN, REPO, run
+
+PYTHON = str(BIN / "python")
+SHARED_MULTI30K = REPO.parent / "shared" / "data" / "multi30k" / "tok"
+DATA_BIN = "DATA_BIN"  # replaced by the tiny corpus's data-bin
+MULTI30K_RECIPE = ["compare_multi30k_de_en", "transformer"]
+
+
+def refused(argv, *said, code=2, cwd=None):
+    """Run ARGV: it exits with CODE, says every one of SAID on stderr, and prints no traceback."""
+    proc = run(argv, check=False, cwd=cwd)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == code, output[-3000:]
+    assert "Traceback" not in output, output[-3000:]
+    for text in said:
+        assert text in output, output[-3000:]
+    return proc
+
+
+@pytest.fixture
+def user_file(tmp_path) -> Path:
+    """A file of the user's, where a command wants a directory: it must come out unchanged."""
+    path = tmp_path / "notes.md"
+    path.write_text("the user's notes\n")
+    yield path
+    assert path.read_text() == "the user's notes\n"
+
+
+def test_the_comparison_refuses_a_file_for_its_directories(tiny_data_bin, user_file, tmp_path):
+    compare = [PYTHON, "-m", "fairseq_localness.experiments.compare", "--data", str(tiny_data_bin),
+               "--recipe", "compare_multi30k_de_en", "--archs", "transformer", "--seeds", "1"]
+    refused(compare + ["--work", str(tmp_path / "w"), "--publish", str(user_file)],
+            f"--publish {user_file}: a file, not a directory")
+    refused(compare + ["--work", str(user_file)], f"--work {user_file}: a file, not a directory")
+
+
+def test_the_comparison_checks_the_decoding_options_before_it_trains(tiny_data_bin, tmp_path):
+    refused([PYTHON, "-m", "fairseq_localness.experiments.compare", "--data", str(tiny_data_bin), "--recipe",
+             "compare_multi30k_de_en", "--archs", "transformer", "--seeds", "1", "--work", str(tmp_path / "w"),
+             "--eval-args", "--beam abc"], "--eval-args: evaluate.sh refuses the decoding options",
+            "argument --beam: expected an integer, got 'abc'")
+    assert not list((tmp_path / "w").rglob("checkpoints"))
+
+
+def test_the_published_grid_takes_only_jobs():
+    refused(["bash", str(REPO / "scripts" / "compare-published.sh"), "--dry-run"],
+            "unknown argument '--dry-run': it takes --jobs N only")
+    refused(["bash", str(REPO / "scripts" / "compare-published.sh"), "--jobs", "0"], "--jobs needs a number of 1")
+
+
+def test_reproduce_checks_every_row_before_the_first_trains(tmp_path):
+    reproduce = [PYTHON, str(REPO / "scripts" / "reproduce.py"), "yang2018", "1", "--dry-run", "--work",
+                 str(tmp_path / "w")]
+    refused(reproduce + ["--train-args", "optimization.nosuch=1"], "reproduce.sh: error: row ", "optimization.nosuch")
+    refused(reproduce + ["--eval-args", "--beam abc"], "--eval-args '--beam abc'", "expected an integer")
+    refused(reproduce + ["--max-tokens", "0"], "argument --max-tokens: 0: must be 1 or more")
+
+
+def test_train_sh_refuses_bad_batches_and_a_file_for_its_save_dir(tiny_data_bin, user_file):
+    train = ["bash", str(REPO / "scripts" / "train.sh"), *MULTI30K_RECIPE, "--data", str(tiny_data_bin)]
+    refused(train + ["--save-dir", str(user_file), "--dry-run"], f"--save-dir {user_file}: a file, not a directory")
+    refused(train + ["--max-tokens", "0", "--dry-run"], "argument --max-tokens: 0: must be 1 or more")
+    refused(train + ["--effective-tokens", "-4096", "--dry-run"], "argument --effective-tokens: -4096: must be 1")
+    refused(train + ["--cpu-procs", "0", "--dry-run"], "argument --cpu-procs: 0: must be 1 or more")
+
+
+def test_train_sh_refuses_a_data_bin_without_a_training_split(tiny_data_bin, tmp_path):
+    partial = tmp_path / "data-bin"
+    partial.mkdir()
+    for path in tiny_data_bin.iterdir():  # the dictionaries and the test split only
+        if path.name.startswith(("dict.", "test.")):
+            (partial / path.name).write_bytes(path.read_bytes())
+    refused(["bash", str(REPO / "scripts" / "train.sh"), *MULTI30K_RECIPE, "--data", str(partial), "--save-dir",
+             str(tmp_path / "run")], f"--data {partial}: no training split there (train*.idx)")
+    assert not (tmp_path / "run").exists()
+
+
+def test_evaluate_refuses_a_beam_of_zero_and_names_a_file_given_for_a_directory(tiny_data_bin, tmp_path):
+    checkpoints = tmp_path / "ck"
+    checkpoints.mkdir()
+    (checkpoints / "checkpoint_best.pt").write_bytes(b"")
+    evaluate = ["bash", str(REPO / "scripts" / "evaluate.sh")]
+    refused(evaluate + [str(checkpoints), str(tiny_data_bin), "--beam", "0"], "argument --beam: 0: must be 1 or more")
+    refused(evaluate + [str(checkpoints / "checkpoint_best.pt"), str(tiny_data_bin)],
+            f"checkpoint directory {checkpoints / 'checkpoint_best.pt'} is a file: give the directory that holds it",
+            code=1)
+
+
+def test_averaging_names_a_checkpoint_cut_short(tmp_path):
+    checkpoints = tmp_path / "ck"
+    checkpoints.mkdir()
+    (checkpoints / "checkpoint1.pt").write_bytes(b"")
+    (checkpoints / "checkpoint2.pt").write_bytes(b"")
+    refused([PYTHON, "-m", "fairseq_localness.evaluation.average", str(checkpoints), "--last", "2", "--output",
+             str(tmp_path / "avg.pt")], "not a readable checkpoint", "cut short", code=1)
+    assert not (tmp_path / "avg.pt").exists()
+
+
+def test_the_launchers_small_commands_name_their_bad_input(tmp_path):
+    launch = [PYTHON, str(REPO / "scripts" / "launch.py")]
+    refused(launch + ["stats", str(tmp_path / "nonexistent")], "no such directory")
+    refused(launch + ["progress", "run", "0"], "argument total: 0: must be 1 or more")
+    save, evaluation = tmp_path / "save", tmp_path / "eval"
+    save.mkdir()
+    evaluation.mkdir()
+    (evaluation / "scores.json").write_text("")
+    refused(launch + ["compare", str(tmp_path / "out.md"), f"a={save}:{evaluation}"],
+            f"{evaluation / 'scores.json'} is not JSON")
+
+
+def test_scoring_and_lead3_name_empty_input(tmp_path):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    refused([PYTHON, "-m", "fairseq_localness.evaluation.scoring", "--hyp", str(empty), "--ref", str(empty)],
+            "no hypotheses to score", code=1)
+    refused([PYTHON, str(REPO / "scripts" / "lead3.py"), str(empty), str(tmp_path / "out.txt")],
+            f"source {empty} is empty")
+    source = tmp_path / "source.txt"
+    source.write_text("One. Two. Three. Four.\n")
+    refused([PYTHON, str(REPO / "scripts" / "lead3.py"), str(source), str(tmp_path / "missing" / "out.txt")],
+            f"no directory {tmp_path / 'missing'}")
+    assert not (tmp_path / "out.txt").exists()
+
+
+def test_analyses_and_probing_check_their_options_before_loading(tmp_path, user_file):
+    refused([PYTHON, "-m", "fairseq_localness.experiments.run_analyses", str(tmp_path / "c.pt"), str(tmp_path),
+             str(user_file)], f"OUT {user_file}: a file, not a directory")
+    refused([PYTHON, str(REPO / "scripts" / "analyze.py"), "ngram-gap", "--hyp", "a=x", "--baseline", "x", "--ref",
+             "x", "--max-order", "0"], "argument --max-order: 0: must be 1 or more")
+    refused([PYTHON, str(REPO / "scripts" / "probe.py"), "evaluate", "--checkpoint", str(tmp_path / "c.pt"),
+             "--data", str(tmp_path), "--device", "nosuch"], "argument --device: 'nosuch' is not a device")
+    refused([PYTHON, str(REPO / "scripts" / "param_counts.py"), "--archs", "nosuch", "--sizes", "base"],
+            "--archs nosuch: unknown architecture 'nosuch'")
+
+
+def test_gpu_tools_refuse_a_file_for_out_and_an_empty_result(tmp_path, user_file):
+    refused([PYTHON, "-m", "fairseq_localness.gpu.suite", "run", "--out", str(user_file)],
+            f"--out {user_file}: a file, not a directory")
+    empty = tmp_path / "pytest.txt"
+    empty.write_text("")
+    refused([PYTHON, "-m", "fairseq_localness.gpu.record", "tests", str(empty), "--out", str(tmp_path / "r.json"),
+             "--date", "2026-01-01", "--machine", "m", "--torch", "t", "--command", "c"],
+            "no tests results in it", "nothing was written")
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_compare_readme_names_the_page_without_its_markers(tmp_path):
+    page = tmp_path / "other.md"
+    page.write_text("# a page without the results markers\n")
+    refused([PYTHON, "-m", "fairseq_localness.experiments.compare_readme", "--readme", str(page)], str(page),
+            "<!-- compare-results -->", code=1)
+
+
+def test_quickstart_and_data_prep_refuse_before_they_start(user_file):
+    refused(["bash", str(REPO / "scripts" / "quickstart.sh"), "--cpu-procs", "0"],
+            "--cpu-procs must be a positive integer")
+    refused(["bash", str(REPO / "data-prep" / "prepare-multi30k.sh"), "--raw-dir", str(SHARED_MULTI30K), "--out",
+             str(user_file)], f"--out {user_file}: a file, not a directory", code=1)
