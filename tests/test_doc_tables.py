@@ -508,17 +508,35 @@ def test_the_reading_of_the_published_tables_is_theirs():
         f"The hybrid attention ({cell(kftt, 'hybrid_local')}) and Gaussian localness ({cell(kftt, 'gaussian_local')}) "
         f"beat the Transformer's {kftt['pre', 'transformer']['sacrebleu']:.2f}; the Differentiable Window "
         f"({cell(kftt, 'diffwin')}), CSAN-1D ({cell(kftt, 'csan1d')}) and 2D-CSAN ({cell(kftt, 'csan2d')}) cannot "
-        "be told apart from it",
+        f"be told apart from it, and DMAN, ahead on Multi30k, is behind ({cell(kftt, 'dman')})",
     ]
     # the KFTT sentence names every published row: a new one must be read too
     assert {arch for (_, arch) in kftt} == {"transformer", "transformer_gaussian_local", "transformer_csan1d",
-                                            "transformer_csan2d", "transformer_hybrid_local", "transformer_diffwin"}
+                                            "transformer_csan2d", "transformer_hybrid_local", "transformer_diffwin",
+                                            "transformer_dman"}
+    assert test(kftt, "dman")["mark"] == "⇓" and test(multi30k, "dman")["mark"] == "⇑"
+    # the reading of KFTT's buckets.md: each named bucket's difference and mark
+    buckets = {}
+    for line in (REPO / "docs" / "results" / "compare" / "kftt_ja_en" / "buckets.md").read_text().splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) == 7 and cells[1] == "pre" and cells[0].startswith("`"):
+            buckets[cells[0].strip("`").removeprefix("transformer_")] = [
+                re.search(r"\(([-+][\d.]+) ?([⇑⇓↑↓]?)\)|\(baseline\)", c).groups() for c in cells[2:]]
+    assert buckets["dman"][0] == ("-1.72", "⇓") and buckets["gaussian_local"][0] == ("-1.27", "↓")
+    assert min(float(delta) for delta, _ in buckets["dman"]) == -1.72  # "loses most on the shortest"
+    assert buckets["gaussian_local"][4] == ("+0.37", "↑")
+    assert buckets["hybrid_local"][1] == ("+1.14", "↑") and buckets["hybrid_local"][4] == ("+0.33", "↑")
+    said.append("DMAN loses most on the shortest sentences (-1.72 on 1-10 words, p < 0.01), and so does Gaussian "
+                "localness (-1.27, p < 0.05), which gains on those longer than 40 words (+0.37); the hybrid attention "
+                "gains on 11-20 words (+1.14) and on those longer than 40 (+0.33, both p < 0.05)")
     assert kftt_gaussian["mark"] == test(kftt, "hybrid_local")["mark"] == "⇑"  # "beat"
     assert test(kftt, "hybrid_local")["delta"] > kftt_gaussian["delta"]  # named first
     assert not any(test(kftt, arch)["mark"] for arch in ("diffwin", "csan1d", "csan2d"))
     # Tatoeba: the sentence names every published row (the baseline alone so far)
     tatoeba = _published_table("tatoeba_zh_en")
-    assert {arch for (_, arch) in tatoeba} == {"transformer"}
-    said.append(f"The Transformer scores {tatoeba['pre', 'transformer']['sacrebleu']:.2f} sacreBLEU on the fixed "
-                "split's test set; no run of the six paper methods has finished yet")
+    assert {arch for (_, arch) in tatoeba} == {"transformer", "transformer_gaussian_local"}
+    assert test(tatoeba, "gaussian_local")["mark"] == "⇓"
+    said.append(f"Gaussian localness is behind the Transformer's {tatoeba['pre', 'transformer']['sacrebleu']:.2f} "
+                f"sacreBLEU on the fixed split's test set ({cell(tatoeba, 'gaussian_local')}); no run of the other "
+                "five paper methods has finished yet")
     assert_page_says("docs/compare.md", said, "the published tables")
