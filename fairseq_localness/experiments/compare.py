@@ -1450,8 +1450,8 @@ def check_setup(grid: Grid, mine: Dict[str, Any], record: Path, what: str) -> bo
         theirs.pop("data", None), mine.pop("data", None)
     differ = setup_differences(theirs, mine)
     if differ:
-        raise CompareError(f"{what} holds runs of another setup ({'; '.join(differ)}; {record}); their table would "
-                           "mix recipes. Use another --label, or move those runs away")
+        raise CompareError(f"{what} holds runs of another setup ({'; '.join(differ)}; {record}); one table would "
+                           "mix runs trained or decoded otherwise. Use another --label, or move those runs away")
     return True
 
 
