@@ -294,8 +294,10 @@ def test_every_family_trains_with_the_recipe(tmp_path):
     (what validate() checks before anything trains)."""
     data = tmp_path / "data-bin"
     data.mkdir()
-    (data / "dict.de.txt").write_text("a 1\n")
-    (data / "test.de-en.de.idx").write_text("")
+    for name in ("dict.de.txt", "dict.en.txt"):  # one joined dictionary, as the recipe's shared embeddings need
+        (data / name).write_text("a 1\n")
+    for name in ("train.de-en.de.idx", "test.de-en.de.idx"):
+        (data / name).write_text("")
     args = compare.build_parser().parse_args(["multi30k_de_en", "--data", str(data), "--seeds", "1",
                                               "--work", str(tmp_path / "w")])
     grid = compare.grid_from_args(args)
