@@ -6,8 +6,6 @@ success on input that could not be meant."""
 
 from __future__ import annotations
 
-import json
-import shlex
 from pathlib import Path
 
 import pytest
@@ -16,12 +14,11 @@ from localness_testing import BIN, REPO, run
 
 PYTHON = str(BIN / "python")
 SHARED_MULTI30K = REPO.parent / "shared" / "data" / "multi30k" / "tok"
-DATA_BIN = "DATA_BIN"  # replaced by the tiny corpus's data-bin
 MULTI30K_RECIPE = ["compare_multi30k_de_en", "transformer"]
 
 
 def refused(argv, *said, code=2, cwd=None):
-    """Run ARGV: it exits with CODE, says every one of SAID on stderr, and prints no traceback."""
+    """Run ARGV: it exits with CODE, says every one of SAID (stdout or stderr), and prints no traceback."""
     proc = run(argv, check=False, cwd=cwd)
     output = proc.stdout + proc.stderr
     assert proc.returncode == code, output[-3000:]

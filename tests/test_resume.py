@@ -26,8 +26,8 @@ def validated_epochs(output: str) -> list:
     return [int(e) for e in re.findall(r"epoch (\d+) \| valid on 'valid' subset", output)]
 
 
-def train(data_bin, save_dir, max_epoch: int) -> str:
-    command = train_command(data_bin, save_dir, "transformer", [*FROZEN, "--max-epoch", str(max_epoch)], updates=100000)
+def train(data_bin, save_dir, max_epoch: int, flags=FROZEN) -> str:
+    command = train_command(data_bin, save_dir, "transformer", [*flags, "--max-epoch", str(max_epoch)], updates=100000)
     proc = run(command)
     return proc.stdout + proc.stderr
 
@@ -50,16 +50,11 @@ def test_a_resumed_training_ends_with_the_uninterrupted_ones_weights(tiny_data_b
     """Three epochs in one training, and one epoch then a resume for two more, end with bit-identical weights on
     the CPU. The synthetic corpus has many sentences of each length (3-12 words), so a resume that builds its
     batches under epoch 2's seed (fairseq's own) puts other sentences into them and ends elsewhere."""
-    def trained(save_dir, max_epoch: int) -> str:
-        command = train_command(tiny_data_bin, save_dir, "transformer", ["--max-epoch", str(max_epoch)],
-                                updates=100000)
-        proc = run(command)
-        return proc.stdout + proc.stderr
-
-    whole = trained(tmp_path / "whole", 3)
+    learning = ()  # the test-suite's training flags: a learning rate, dropout
+    whole = train(tiny_data_bin, tmp_path / "whole", 3, learning)
     assert validated_epochs(whole) == [1, 2, 3]
-    assert validated_epochs(trained(tmp_path / "split", 1)) == [1]
-    resumed = trained(tmp_path / "split", 3)
+    assert validated_epochs(train(tiny_data_bin, tmp_path / "split", 1, learning)) == [1]
+    resumed = train(tiny_data_bin, tmp_path / "split", 3, learning)
     assert validated_epochs(resumed) == [2, 3] and "Loaded checkpoint" in resumed
     one = torch.load(tmp_path / "whole" / "checkpoint_last.pt")["model"]
     other = torch.load(tmp_path / "split" / "checkpoint_last.pt")["model"]

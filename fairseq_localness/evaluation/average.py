@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import pickle
 import re
 import sys
 from collections import OrderedDict
@@ -44,8 +45,6 @@ def last_checkpoints(ckpt_dir: str, n: int, updates: bool = False) -> list[str]:
 def _load(path: str) -> dict[str, Any]:
     import fairseq_localness  # noqa: F401  (allow-lists fairseq's checkpoint classes for torch.load)
     from fairseq import checkpoint_utils
-
-    import pickle
 
     try:
         return checkpoint_utils.load_checkpoint_to_cpu(path)

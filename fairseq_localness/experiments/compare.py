@@ -295,13 +295,11 @@ def reference_note(grid: Grid) -> Optional[str]:
     flags = grid.evaluate_flags
     if "--detok-ref" in flags or any(f.startswith("--detok-ref=") for f in flags) or "--no-sacrebleu" in flags:
         return None
-    info_path = grid.data_bin / "prep-info.json"
     try:
-        info = json.loads(info_path.read_text(encoding="utf-8")) if info_path.is_file() else {}
+        if data_bin_detok_ref(grid.data_bin):
+            return None
     except (OSError, ValueError) as err:
-        raise CompareError(f"--data {grid.data_bin}: {info_path.name} does not parse ({err})") from None
-    if info.get("detok_ref"):
-        return None
+        raise CompareError(f"--data {grid.data_bin}: prep-info.json does not parse ({err})") from None
     return (f"note: --data {grid.data_bin} has no raw test reference (no detok_ref in its prep-info.json), and "
             "--eval-args give no --detok-ref: the table scores tokenized BLEU only, with no sacreBLEU or chrF. "
             "Give --eval-args '--detok-ref RAW_TEST_TARGET_FILE' (docs/compare.md, your own corpus)")

@@ -248,8 +248,8 @@ def render_trained_attention(results: Path = RESULTS, page_dir: Path = ATTENTION
     return "\n\n".join(parts)
 
 
-def replace_section(readme_text: str, section: str) -> str:
-    return replace_block(readme_text, BEGIN, END, section, "README.md")
+def replace_section(readme_text: str, section: str, where: str = "README.md") -> str:
+    return replace_block(readme_text, BEGIN, END, section, where)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -270,8 +270,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.error(f"--results {args.results}: no such directory")
     readme, page = args.readme.read_text(encoding="utf-8"), args.extrapolation_page.read_text(encoding="utf-8")
     attention = args.attention_page.read_text(encoding="utf-8")
-    pages = [(args.readme, readme, replace_block(readme, BEGIN, END, render(args.results, args.readme.resolve().parent),
-                                                 str(args.readme))),
+    pages = [(args.readme, readme, replace_section(readme, render(args.results, args.readme.resolve().parent),
+                                                   str(args.readme))),
              (args.extrapolation_page, page,
               replace_block(page, EXTRAPOLATION_BEGIN, EXTRAPOLATION_END,
                             render_extrapolation(args.results, args.extrapolation_page.resolve().parent),

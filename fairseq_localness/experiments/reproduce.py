@@ -159,7 +159,7 @@ def main(argv: Sequence[str]) -> int:
             plan.launch.overrides += train_args
             plan.evaluate += shlex.split(args.eval_args)
             plans[row.id] = plan
-    translated = [plan for plan in plans.values() if plan.evaluate[1].endswith("evaluate.sh")]
+    translated = any(plan.evaluate[1].endswith("evaluate.sh") for plan in plans.values())
     if args.eval_args and translated:  # else each row would train, then fail to decode (score_task.sh: its own)
         from ..evaluation.evaluate import option_error
 
