@@ -67,11 +67,26 @@ def result_file_problem(path: str, flag: str, overwrite: bool) -> "str | None":
         return f"{flag} {path} is a directory; give a file name"
     if os.path.exists(path) and not overwrite:
         return f"{flag} {path} exists; pass --overwrite to replace it, or choose another file"
+    return _file_above(path, flag)
+
+
+def directory_problem(path: "str | os.PathLike", flag: str) -> "str | None":
+    """Why ``path`` cannot be an output directory, checked before any work: it is a file, or a file stands where a
+    directory above it should be (making it would fail only after the work). None when it is, or can be made, a
+    directory."""
+    if os.path.exists(path) and not os.path.isdir(path):
+        return f"{flag} {os.fspath(path)}: a file, not a directory"
+    return _file_above(path, flag)
+
+
+def _file_above(path: "str | os.PathLike", flag: str) -> "str | None":
+    """The nearest existing path above ``path``, when it is a file rather than a directory, as an error naming
+    ``flag``."""
     parent = os.path.dirname(os.path.abspath(path))
     while not os.path.exists(parent):
         parent = os.path.dirname(parent)
     if not os.path.isdir(parent):
-        return f"{flag} {path}: {parent} is a file, not a directory"
+        return f"{flag} {os.fspath(path)}: {parent} is a file, not a directory"
     return None
 
 

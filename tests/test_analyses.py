@@ -340,7 +340,7 @@ def test_outputs_are_never_overwritten_unless_asked(tmp_path):
         cli.main(["gaussian-scopes", "--checkpoint", str(tmp_path / "none.pt"), "--data", str(tmp_path),
                   "--out", str(tmp_path), "--name", "y"])
     (tmp_path / "file").write_text("mine\n")
-    with pytest.raises(AnalysisError, match="--out .*file is a file"):
+    with pytest.raises(AnalysisError, match="--out .*file: a file, not a directory"):
         Outputs(str(tmp_path / "file")).check("x")
 
 

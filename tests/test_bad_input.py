@@ -37,12 +37,24 @@ def user_file(tmp_path) -> Path:
     assert path.read_text() == "the user's notes\n"
 
 
+def test_an_output_directory_is_refused_where_it_or_a_path_above_it_is_a_file(user_file, tmp_path):
+    from fairseq_localness.provenance import directory_problem
+
+    assert directory_problem(tmp_path, "--out") is None
+    assert directory_problem(tmp_path / "new" / "deeper", "--out") is None
+    assert directory_problem(user_file, "--out") == f"--out {user_file}: a file, not a directory"
+    # making it would fail only after the work: refused up front, naming the file in the way
+    assert directory_problem(user_file / "run" / "seed1", "--work") == (
+        f"--work {user_file / 'run' / 'seed1'}: {user_file} is a file, not a directory")
+
+
 def test_the_comparison_refuses_a_file_for_its_directories(tiny_data_bin, user_file, tmp_path):
     compare = [PYTHON, "-m", "fairseq_localness.experiments.compare", "--data", str(tiny_data_bin),
                "--recipe", "compare_multi30k_de_en", "--archs", "transformer", "--seeds", "1"]
     refused(compare + ["--work", str(tmp_path / "w"), "--publish", str(user_file)],
             f"--publish {user_file}: a file, not a directory")
     refused(compare + ["--work", str(user_file)], f"--work {user_file}: a file, not a directory")
+    refused(compare + ["--work", str(user_file / "runs")], f"--work {user_file / 'runs'}: {user_file} is a file")
 
 
 def test_the_comparison_checks_the_decoding_options_before_it_trains(tiny_data_bin, tmp_path):

@@ -121,7 +121,7 @@ def test_an_output_directory_holding_files_no_evaluation_wrote_is_refused(eval_d
     evaluate.evaluate(evaluate.build_parser().parse_args(args))  # redone: the scores and hypotheses below are new
     assert (out / "scores.json").is_file() and (out / "hyp.tok.txt").read_text().startswith("x y z w a-b 0")
     (checkpoints / "a-file").write_text("")
-    with pytest.raises(evaluate.EvalError, match="a-file is a file, not a directory"):
+    with pytest.raises(evaluate.EvalError, match="a-file: a file, not a directory"):
         evaluate.evaluate(evaluate.build_parser().parse_args([*args[:-1], str(checkpoints / "a-file")]))
 
 

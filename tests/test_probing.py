@@ -132,7 +132,7 @@ def test_generate_errors_name_the_problem(tmp_path, capsys):
     for command in (["generate", "--text", str(text), "--tasks", "bigram_shift", "--scale", "0.0001"],
                     ["evaluate", "--checkpoint", str(tmp_path / "none.pt"), "--tasks", str(tmp_path / "o")]):
         assert probe_main([*command, "--out-dir", str(tmp_path / "a-file")]) == 2, command
-        assert "a-file is a file, not a directory" in capsys.readouterr().err
+        assert "a-file: a file, not a directory: choose another --out-dir" in capsys.readouterr().err
     assert (tmp_path / "a-file").read_text() == "mine\n"
 
 

@@ -19,6 +19,7 @@ import matplotlib  # noqa: E402
 matplotlib.use("Agg")  # files only; no display is needed or wanted
 import matplotlib.pyplot as plt  # noqa: E402
 
+from ..provenance import directory_problem  # noqa: E402
 from .loading import AnalysisError  # noqa: E402
 
 #: a compact, paper-like style: serif text, thin lines, light grid, no top/right spines
@@ -113,8 +114,9 @@ class Outputs:
 
     def check(self, name: str, extra: Sequence[str] = ()) -> None:
         """Fail before any work if an output exists and --overwrite was not given, or --out is not a directory."""
-        if os.path.exists(self.directory) and not os.path.isdir(self.directory):
-            raise AnalysisError(f"--out {self.directory} is a file, not a directory: choose another --out")
+        problem = directory_problem(self.directory, "--out")
+        if problem:
+            raise AnalysisError(f"{problem}: choose another --out")
         targets = list(self.paths(name).values()) + [os.path.join(self.directory, e) for e in extra]
         existing = [p for p in targets if os.path.exists(p)]
         if existing and not self.overwrite:

@@ -30,7 +30,7 @@ import sys
 from typing import Any, Sequence
 
 from ..cli import int_at_least, user_dir
-from ..provenance import write_atomically
+from ..provenance import directory_problem, write_atomically
 from . import scoring
 from .average import average_checkpoints, last_checkpoints, save_checkpoint
 from .outputs import HYP_DETOK, HYP_TOK, REF_TOK, SCORES, STARTED, generate_log, generate_output
@@ -277,8 +277,9 @@ def evaluate(a: argparse.Namespace) -> dict[str, Any]:
     # else's: refused. An evaluation of ours that stopped before its scores.json is redone in place.
     ours = [SCORES, generate_output(a.subset), generate_log(a.subset), HYP_TOK, REF_TOK, HYP_DETOK]
     ours += [f"averaged-last{a.avg_last}.pt"] if a.avg_last else []
-    if os.path.exists(out) and not os.path.isdir(out):
-        raise EvalError(f"--out {out} is a file, not a directory")
+    problem = directory_problem(out, "--out")
+    if problem:
+        raise EvalError(problem)
     foreign = [name for name in ours if os.path.exists(os.path.join(out, name))]
     if foreign and not os.path.exists(os.path.join(out, STARTED)) and not a.force:
         raise EvalError(f"{os.path.join(out, foreign[0])} exists and no evaluation wrote it; pass --force to replace "

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from ..paths import USER_DIR
-from ..provenance import write_atomically
+from ..provenance import directory_problem, write_atomically
 from .outputs import SCORES
 
 #: the scores.json entry of each task
@@ -237,8 +237,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if (out / SCORES).exists() and not args.force:  # before any scoring: an earlier result is never replaced unasked
         parser.error(f"{out} already holds scores ({out / SCORES}); pass --force to score again and replace them, "
                      "or give another --out")
-    if out.exists() and not out.is_dir():
-        parser.error(f"--out {out} is a file, not a directory")
+    problem = directory_problem(out, "--out")
+    if problem:
+        parser.error(problem)
     out.mkdir(parents=True, exist_ok=True)
     try:
         if args.task == "classification":

@@ -48,7 +48,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from ..cli import int_at_least
 from ..evaluation.outputs import HYP_DETOK, HYP_TOK, REF_TOK, SCORES, generate_log, generate_output
 from ..paths import CONFIG_DIR, REPO, SCRIPTS_DIR, CheckoutError, require_checkout
-from ..provenance import checkout_of, machine_description, portable_paths, write_atomically
+from ..provenance import checkout_of, directory_problem, machine_description, portable_paths, write_atomically
 from . import run_analyses
 from .launch import (LaunchError, Launch, arch_configs, benchmark_values, benchmarks, max_tokens_override, model_keys,
                      precision_overrides, tokens_per_update)
@@ -1560,8 +1560,9 @@ def grid_from_args(args: argparse.Namespace) -> Grid:
     if args.jobs < 1:
         raise CompareError("--jobs must be at least 1")
     for flag, directory in (("--work", args.work), ("--publish", args.publish)):
-        if directory is not None and Path(directory).exists() and not Path(directory).is_dir():
-            raise CompareError(f"{flag} {directory}: a file, not a directory")
+        problem = directory_problem(directory, flag) if directory is not None else None
+        if problem:
+            raise CompareError(problem)
     if args.fp16 and not args.gpus:
         raise CompareError("--fp16 trains in half precision on GPUs: give --gpus N (on the CPU, train in fp32)")
     evaluate_flags = list(corpus["evaluate"]) if corpus else []

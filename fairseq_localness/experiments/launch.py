@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..paths import CONFIG_DIR, USER_DIR
+from ..provenance import directory_problem
 # run_processes: re-exported for the launcher's users
 from .processes import allocator_line, cpu_training_env, free_port, run_processes  # noqa: F401
 from .runlog import compare_main, final_train_loss, progress_main, stats, stats_main  # noqa: F401  (re-exported)
@@ -358,8 +359,9 @@ class Launch:
         or into a run further along than requested."""
         from .rundir import RunDirError, check_run_dir, finished
 
-        if Path(self.save_path).exists() and not Path(self.save_path).is_dir():
-            raise LaunchError(f"--save-dir {self.save_path}: a file, not a directory")
+        problem = directory_problem(self.save_path, "--save-dir")
+        if problem:
+            raise LaunchError(problem)
         try:
             state = check_run_dir(Path(self.save_path), self.arch, self.requested_max_update(),
                                   accept_cut_short=self.accept_cut_short)

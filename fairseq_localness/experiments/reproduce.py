@@ -30,6 +30,7 @@ from . import report
 from ..cli import int_at_least
 from ..evaluation.outputs import HYP_TOK
 from ..paths import CheckoutError, require_checkout
+from ..provenance import directory_problem
 from .launch import LaunchError, precision_overrides
 from .fairseq_options import parser_error, setting_task_flags  # noqa: F401  (re-exported: reproduce's vocabulary)
 from .plans import (  # noqa: F401  (re-exported: reproduce's vocabulary)
@@ -139,8 +140,9 @@ def main(argv: Sequence[str]) -> int:
         selected = [r for r in rows if r.id in wanted]
     work, data_root = Path(args.work).resolve(), Path(args.data_root).resolve()
     for flag, directory in (("--work", work), ("--data-root", data_root)):
-        if directory.exists() and not directory.is_dir():
-            parser.error(f"{flag} {directory}: a file, not a directory")
+        problem = directory_problem(directory, flag)
+        if problem:
+            parser.error(problem)
     train_args = precision_overrides(shlex.split(args.train_args))
     flags = [a for a in train_args if a.startswith("-")]
     if flags:

@@ -89,10 +89,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("out", type=Path)
     parser.add_argument("--label", default="model", help="the model's name in the tables")
     args = parser.parse_args(argv)
-    if args.out.exists() and not args.out.is_dir():
-        parser.error(f"OUT {args.out}: a file, not a directory for the analyses")
     from ..analyses.loading import AnalysisError
-    from ..provenance import command_line
+    from ..provenance import command_line, directory_problem
+
+    problem = directory_problem(args.out, "OUT")
+    if problem:
+        parser.error(problem)
 
     try:
         command = command_line("python -m fairseq_localness.experiments.run_analyses",

@@ -38,6 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
+from ..provenance import directory_problem
 from .families import architecture_families
 
 REPO = Path(__file__).resolve().parents[2]
@@ -356,8 +357,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if unknown:
         parser.error(f"--stages: unknown stage(s) {sorted(unknown)}; choose from {', '.join(STAGES)}")
     families = opts.families.split(",") if opts.families else (list(SMOKE_FAMILIES) if opts.cpu_smoke else architecture_families())
-    if opts.out.exists() and not opts.out.is_dir():
-        parser.error(f"--out {opts.out}: a file, not a directory")
+    problem = directory_problem(opts.out, "--out")
+    if problem:
+        parser.error(problem)
     if "train" in stages and not (opts.data / "dict.en.txt").exists() and not list(opts.data.glob("dict.*.txt")):
         parser.error(f"--data {opts.data}: no binarized data (run `python -m fairseq_localness.gpu.suite prepare` first)")
     if (opts.out / "gpu_suite.json").exists() and not opts.overwrite:  # before any stage: an earlier run is kept

@@ -19,6 +19,7 @@ from localness_prep.checks import CheckError
 from localness_prep.senteval import read_task, summary, write_task
 
 from ..cli import device_argument
+from ..provenance import directory_problem
 from . import generators as gen
 from .classifier import ClassifierConfig
 from .encode import Preprocessing, ProbingError, load_encoder, preprocessing_from_prep_dir
@@ -129,8 +130,9 @@ def evaluate(args: argparse.Namespace) -> int:
 
 def require_directory(out_dir: Optional[str]) -> None:
     """--out-dir may be new or a directory; a file there is refused before any work."""
-    if out_dir and os.path.exists(out_dir) and not os.path.isdir(out_dir):
-        raise ProbingError(f"--out-dir {out_dir} is a file, not a directory: choose another --out-dir")
+    problem = directory_problem(out_dir, "--out-dir") if out_dir else None
+    if problem:
+        raise ProbingError(f"{problem}: choose another --out-dir")
 
 
 def generate(args: argparse.Namespace) -> int:
