@@ -95,8 +95,15 @@ def parse_model_args(
         parser.set_defaults(**defaults)
 
     parser = options.get_training_parser()
-    args = options.parse_args_and_arch(
-        parser, ["/nonexistent-data-dir", "--arch", arch, "--task", "translation", *extra], modify_parser=modify)
+    args, unknown = options.parse_args_and_arch(
+        parser, ["/nonexistent-data-dir", "--arch", arch, "--task", "translation", *extra], parse_known=True,
+        modify_parser=modify)
+    if unknown:  # named here with its model, not in fairseq's page-long usage message
+        given = [a.split("=")[0] for a in unknown if a.startswith("-")] or unknown
+        flags = sorted(a for a in parser._option_string_actions if a.startswith("--"))
+        close = difflib.get_close_matches(given[0], flags, n=4, cutoff=0.6)
+        hint = f" (close: {', '.join(close)})" if close else ""
+        raise ModelOptionError(f"{label}: {', '.join(given)} is not a fairseq option for arch {arch}{hint}")
     known = {a.dest for a in parser._actions}
     for dest, (_raw, strict) in requested.items():
         if strict and dest not in known:

@@ -154,6 +154,12 @@ def test_analyses_and_probing_check_their_options_before_loading(tmp_path, user_
              "--data", str(tmp_path), "--device", "nosuch"], "argument --device: 'nosuch' is not a device")
     refused([PYTHON, str(REPO / "scripts" / "param_counts.py"), "--archs", "nosuch", "--sizes", "base"],
             "--archs nosuch: unknown architecture 'nosuch'")
+    refused([PYTHON, str(REPO / "scripts" / "param_counts.py"), "--archs", "transformer_gaussian_local", "--sizes",
+             "base", "--extra=--gaussian-windw layer"],
+            "--extra: transformer_gaussian_local: --gaussian-windw is not a fairseq option for arch "
+            "transformer_gaussian_local (close: --gaussian-window")
+    refused([PYTHON, str(REPO / "scripts" / "param_counts.py"), "--archs", "transformer", "--sizes", "base,huge"],
+            "--sizes 'base,huge': choose from base, iwslt, big")
 
 
 def test_gpu_tools_refuse_a_file_for_out_and_an_empty_result(tmp_path, user_file):
