@@ -257,6 +257,38 @@ def test_speed_ratios_pair_each_run_with_the_baselines_run_of_the_same_seed(monk
         == ("transformer_dman", None, None, None)
 
 
+def test_each_seeds_difference_and_the_length_ratio_by_hand(monkeypatch):
+    """Δ per seed: each seed's BLEU minus the baseline's of that seed, on the seeds both have (seed 3, which the
+    baseline lacks, does not enter); the length ratio is the mean over the row's seeds. The pooled Δ comes from
+    the test and need not be the mean of the per-seed differences."""
+    pooled = {"sacrebleu": {"delta": 0.35, "mark": "", "p_value": 0.2}}
+    monkeypatch.setattr(compare, "pooled_significance", lambda *args, **kwargs: pooled)
+
+    def record(arch, seed, sacrebleu, tokenized, ratio):
+        return {"norm": "pre", "arch": arch, "seed": seed, "sacrebleu": sacrebleu, "tokenized_bleu": tokenized,
+                "chrf": 50.0, "length_ratio": ratio, "train_wps": 1000, "decode_tokens_per_s": 100, "params": 1,
+                "placement": "none", "eval_dir": f"pre/{arch}/seed{seed}", "epochs": 10, "best_valid_loss": 3.0}
+
+    rows = compare.summarize([record("transformer", 1, 30.0, 31.0, 0.95), record("transformer", 2, 31.0, 32.5, 0.97),
+                              record("transformer_dman", 1, 31.25, 31.5, 0.99),
+                              record("transformer_dman", 2, 30.5, 33.0, 1.01),
+                              record("transformer_dman", 3, 40.0, 40.0, 1.2)],
+                             "transformer", lowercase=True, samples=10)
+    dman = rows[1]
+    # 31.25 - 30.0 and 30.5 - 31.0; tokenized 31.5 - 31.0 and 33.0 - 32.5
+    assert dman["seed_deltas"] == {"sacrebleu": [1.25, -0.5], "tokenized_bleu": [0.5, 0.5]}
+    assert dman["length_ratio"] == 1.067 and rows[0]["length_ratio"] == 0.96  # (0.99 + 1.01 + 1.2) / 3
+    assert "seed_deltas" not in rows[0]
+    line = compare.markdown_table(rows, "transformer").splitlines()[-1]
+    assert "| 1.067 | +0.35 (p = 0.200, seeds 1,2) | +1.25, -0.50 |" in line
+    # the metric of Δ: tokenized BLEU where the test had no sacreBLEU
+    pooled.pop("sacrebleu")
+    pooled["tokenized_bleu"] = {"delta": 0.5, "mark": "", "p_value": 0.3}
+    assert compare.seed_deltas(compare.summarize([record("transformer", 1, None, 31.0, 0.9),
+                                                  record("transformer_dman", 1, None, 31.5, 0.9)],
+                                                 "transformer", lowercase=True, samples=10)[1]) == [0.5]
+
+
 def test_seeds_archs_and_norms_are_checked():
     assert compare.parse_seeds("3") == [1, 2, 3]
     assert compare.parse_seeds("1,5") == [1, 5]
@@ -752,7 +784,8 @@ def test_tiny_grid_table_columns_and_files(tiny_grid):
         assert (root / "published" / "tiny" / name).read_bytes() == (out / name).read_bytes()
     table = (out / "table.md").read_text()
     header = table.split("\n")[2]
-    assert header.startswith("| architecture | norm | seeds | sacreBLEU | tokenized BLEU | chrF | Δ sacreBLEU vs baseline")
+    assert header.startswith("| architecture | norm | seeds | sacreBLEU | tokenized BLEU | chrF | length ratio | "
+                             "Δ sacreBLEU vs baseline (p) | Δ per seed |")
     assert "training speed | decoding speed | epochs |" in header
     assert "measured" in table and "command: `fairseq-localness-compare" in table and "pre-norm for every architecture" in table
     assert "4 runs finished (of the 4 its command plans)" in table

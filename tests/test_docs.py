@@ -225,19 +225,23 @@ def test_trained_attention_section_by_hand(tmp_path):
 
 def test_readme_results_table_by_hand(tmp_path):
     """One row per (architecture, norm) across corpora; a corpus that lacks a row shows '-'; the baseline,
-    a significant difference and a seed sd as the cells say."""
+    a significant difference, a seed sd and, over two or more seeds, on how many the row is ahead, as the cells
+    say."""
     import json
 
     from fairseq_localness.experiments import compare_readme
 
-    def row(arch, bleu, sd=None, delta=None, mark="", seeds=(1, 2)):
+    def row(arch, bleu, sd=None, delta=None, mark="", seeds=(1, 2), per_seed=None):
         significance = {"sacrebleu": {"delta": delta, "mark": mark}} if delta is not None else {}
         return {"arch": arch, "norm": "pre", "seeds": list(seeds), "sacrebleu": bleu, "sacrebleu_sd": sd,
                 "params": 2_400_000, "train_speed_ratio": 0.9, "significance": significance,
-                **({"significance_seeds": list(seeds)} if significance else {})}
+                **({"significance_seeds": list(seeds)} if significance else {}),
+                **({"seed_deltas": {"sacrebleu": per_seed}} if per_seed else {})}
 
-    for label, rows in (("multi30k_de_en", [row("transformer", 40.6, 0.1), row("transformer_dman", 41.94, 0.2, 1.34, "⇑"),
-                                            row("transformer_sman", 41.5, None, 0.9, "↑", seeds=[1])]),
+    for label, rows in (("multi30k_de_en", [row("transformer", 40.6, 0.1),
+                                            row("transformer_dman", 41.94, 0.2, 1.34, "⇑", per_seed=[1.5, 1.2]),
+                                            row("transformer_csan2d", 40.2, 0.9, -0.4, "↓", per_seed=[-1.3, 0.5]),
+                                            row("transformer_sman", 41.5, None, 0.9, "↑", seeds=[1], per_seed=[0.9])]),
                         ("kftt_ja_en", [row("transformer", 20.0)])):
         (tmp_path / label).mkdir()
         (tmp_path / label / "table.json").write_text(json.dumps({"caption": f"{label}: 2 runs", "baseline": "transformer",
@@ -246,7 +250,9 @@ def test_readme_results_table_by_hand(tmp_path):
     assert "* **Multi30k de→en (test2016)**: multi30k_de_en: 2 runs; [full table](" in text
     assert "| architecture | norm | Multi30k de→en | KFTT ja→en | parameters (Multi30k de→en) |" in text
     assert "| `transformer` | pre | 40.60 ± 0.10 (baseline) | 20.00 (baseline) | 2.40M | 0.90 |" in text
-    assert "| `transformer_dman` | pre | 41.94 ± 0.20 (+1.34 ⇑) | - | 2.40M | 0.90 |" in text
+    assert "| `transformer_dman` | pre | 41.94 ± 0.20 (+1.34 ⇑; 2 of 2 seeds ahead) | - | 2.40M | 0.90 |" in text
+    # a mark the seeds do not all bear out: the cell says so
+    assert "| `transformer_csan2d` | pre | 40.20 ± 0.90 (-0.40 ↓; 1 of 2 seeds ahead) | - | 2.40M | 0.90 |" in text
     # the baseline has seeds 1 and 2, SMAN only seed 1: the difference is on seed 1, and the cell says so
     assert "| `transformer_sman` | pre | 41.50 (+0.90 ↑, seeds 1) | - | 2.40M | 0.90 |" in text
 

@@ -498,6 +498,9 @@ def collect_run(grid: Grid, spec: RunSpec) -> Dict[str, Any]:
         "sacrebleu": (scores.get("sacrebleu") or {}).get("score"),
         "tokenized_bleu": (scores.get("tokenized_bleu") or {}).get("score"),
         "chrf": (scores.get("chrf") or {}).get("score"),
+        # hypothesis over reference length, of the BLEU the table's difference uses: below 1 its brevity penalty
+        # lowers the score, so a difference in BLEU can be a difference in length
+        "length_ratio": (scores.get("sacrebleu") or scores.get("tokenized_bleu") or {}).get("ratio"),
         "params": run["params"], "train_wps": run["train_wps"], "updates": run["updates"],
         "epochs": epochs, "best_valid_loss": best_loss, "best_update": best_update,
         "decode_tokens_per_s": decoding_speed(run_dir / EVAL_DIR),
@@ -664,6 +667,7 @@ def summarize(records: List[Dict[str, Any]], baseline: str, lowercase: bool, sam
             mean, sd = mean_sd([r[metric] for r in runs])
             row[metric] = _round(mean)
             row[f"{metric}_sd"] = _round(sd)
+        row["length_ratio"] = _round(mean_sd([r.get("length_ratio") for r in runs])[0], 3)
         row["params"] = runs[0]["params"]
         # the same for every seed of a row unless --train-args moved a method between calls: then every one shows
         row["placement"] = " / ".join(dict.fromkeys(r.get("placement") or "no training log" for r in runs))
@@ -681,6 +685,12 @@ def summarize(records: List[Dict[str, Any]], baseline: str, lowercase: bool, sam
                                                       [root / base_by_seed[r["seed"]]["eval_dir"] for r in common],
                                                       lowercase, samples, detok_ref)
             row["significance_seeds"] = [r["seed"] for r in common]
+            # each seed against the baseline's run of that seed: the spread over seeds, which the test over
+            # sentences leaves out (a pooled difference can hold while the seeds disagree in sign)
+            row["seed_deltas"] = {metric: [_round(r[metric] - base_by_seed[r["seed"]][metric]) for r in common]
+                                  for metric in ("sacrebleu", "tokenized_bleu")
+                                  if all(r[metric] is not None and base_by_seed[r["seed"]][metric] is not None
+                                         for r in common)}
         rows.append(row)
     return rows
 
@@ -698,9 +708,9 @@ def _pm(mean: Optional[float], sd: Optional[float], digits: int = 2) -> str:
 def markdown_table(rows: List[Dict[str, Any]], baseline: str) -> str:
     """The comparison table (one row per norm placement and architecture)."""
     baseline_seeds = {row["norm"]: row["seeds"] for row in rows if row["arch"] == baseline}
-    lines = ["| architecture | norm | seeds | sacreBLEU | tokenized BLEU | chrF | Δ sacreBLEU vs baseline (p) | "
-             "parameters | training speed | decoding speed | epochs |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| architecture | norm | seeds | sacreBLEU | tokenized BLEU | chrF | length ratio | "
+             "Δ sacreBLEU vs baseline (p) | Δ per seed | parameters | training speed | decoding speed | epochs |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
         sig = (row.get("significance") or {})
         test = sig.get("sacrebleu") or sig.get("tokenized_bleu")
@@ -712,12 +722,23 @@ def markdown_table(rows: List[Dict[str, Any]], baseline: str) -> str:
             notes.append(seeds)
         delta = "baseline" if row["arch"] == baseline else (
             f"{test['delta']:+.2f} {test['mark']}".rstrip() + f" ({', '.join(notes)})" if test else "n/a")
+        per_seed = seed_deltas(row)
         lines.append(
             f"| `{row['arch']}` | {row['norm']} | {len(row['seeds'])} | {_pm(row['sacrebleu'], row['sacrebleu_sd'])} | "
-            f"{_pm(row['tokenized_bleu'], row['tokenized_bleu_sd'])} | {_pm(row['chrf'], row['chrf_sd'])} | {delta} | "
+            f"{_pm(row['tokenized_bleu'], row['tokenized_bleu_sd'])} | {_pm(row['chrf'], row['chrf_sd'])} | "
+            f"{_ratio(row.get('length_ratio'), 3)} | {delta} | "
+            f"{', '.join(f'{d:+.2f}' for d in per_seed) if per_seed else '-'} | "
             f"{_params(row['params'])} | {_ratio(row['train_speed_ratio'])} | {_ratio(row['decode_speed_ratio'])} | "
             f"{_pm(row['epochs'], row['epochs_sd'], digits=1)} |")
     return "\n".join(lines) + "\n"
+
+
+def seed_deltas(row: Dict[str, Any]) -> List[float]:
+    """Each seed's BLEU minus the baseline's of the same seed, of the metric the row's difference is tested on
+    (sacreBLEU, else tokenized BLEU); [] for the baseline, or a table written before rows carried them."""
+    significance, deltas = row.get("significance") or {}, row.get("seed_deltas") or {}
+    metric = "sacrebleu" if significance.get("sacrebleu") else "tokenized_bleu"
+    return deltas.get(metric) or []
 
 
 def seeds_note(row: Dict[str, Any], baseline_seeds: Optional[Sequence[int]]) -> str:
@@ -744,8 +765,8 @@ def _params(value: Optional[int]) -> str:
     return "n/a" if value is None else f"{value / 1e6:.2f}M"
 
 
-def _ratio(value: Optional[float]) -> str:
-    return "n/a" if value is None else f"{value:.2f}"
+def _ratio(value: Optional[float], digits: int = 2) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
 
 
 def norm_placements(grid: Grid, records: Sequence[Dict[str, Any]]) -> str:
@@ -916,11 +937,18 @@ def write_outputs(grid: Grid, records: List[Dict[str, Any]], rows: List[Dict[str
     notes = [
         f"Mean ± sample sd over seeds. {summary}. Checkpoint: lowest validation loss; test split "
         f"decoded with {shlex.join(effective_flags(grid.evaluate_flags)) or 'evaluate.sh defaults'}.",
-        f"Δ: seed-pooled BLEU minus that of `{grid.baseline}` with the same norm placement, on the seeds both have "
-        f"(named in the cell where one row has seeds the other lacks); mark and p from a paired bootstrap "
-        f"({samples:,} resamples of the test sentences, each drawn sentence with every seed's output of it; each "
-        "seed paired with the baseline's same seed; sacreBLEU's two-sided test; ⇑/⇓ p < 0.01, ↑/↓ p < 0.05). "
-        "sacreBLEU where the corpus has raw references, else tokenized BLEU.",
+        f"Δ: seed-pooled BLEU (every seed's test output scored as one corpus) minus that of `{grid.baseline}` with "
+        "the same norm placement, on the seeds both have (named in the cell where one row has seeds the other "
+        "lacks). It need not be the difference of the means: the pooled outputs share one brevity penalty, so seeds "
+        "of different output lengths move it. Δ per seed: each seed's BLEU minus the baseline's of the same seed. "
+        f"Mark and p from a paired bootstrap ({samples:,} resamples of the test sentences, each drawn sentence with "
+        "every seed's output of it; sacreBLEU's two-sided test; ⇑/⇓ p < 0.01, ↑/↓ p < 0.05; "
+        f"p = {1 / (samples + 1):.3f} is the smallest {samples:,} resamples can give). The test resamples "
+        "sentences, not seeds: the variation between seeds is not in p, and a mark whose seeds differ in sign is "
+        "not a robust difference. No correction for the table's many tests: at p < 0.05, about one row in twenty "
+        "is marked by chance alone. sacreBLEU where the corpus has raw references, else tokenized BLEU. Length "
+        "ratio: hypothesis over reference length, of that BLEU, mean over seeds; below 1, the brevity penalty "
+        "lowers BLEU, and a difference in BLEU may be one of length.",
         "Speeds: training target tokens/s (fairseq's wps: each run's median epoch, weighted by updates) and "
         "decoding target tokens/s (fairseq-generate) as ratios to the baseline's run of the same seed in the same "
         "grid, mean over the seeds both have (the seeds of Δ)"

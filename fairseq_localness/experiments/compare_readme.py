@@ -25,7 +25,7 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from ..paths import REPO
 from . import run_analyses
-from .compare import mean_sd, seeds_note
+from .compare import mean_sd, seed_deltas, seeds_note
 from .doc_tables import load_run, markdown, measured_at, replace_block
 
 RESULTS = REPO / "docs" / "results" / "compare"
@@ -40,9 +40,9 @@ CORPORA = (("multi30k_de_en", "Multi30k de→en (test2016)", "Multi30k de→en")
 
 
 def cell(row: Dict, baseline: str, baseline_seeds: Optional[Sequence[int]] = None) -> str:
-    """BLEU (mean ± sd over seeds) and, against the baseline, the difference with its significance mark, and the
+    """BLEU (mean ± sd over seeds) and, against the baseline, the difference with its significance mark, the
     seeds of that difference where it did not use every seed of both rows (``baseline_seeds``: the baseline's
-    row's, same norm placement)."""
+    row's, same norm placement), and, over two or more seeds, on how many of them the row is ahead."""
     metric = "sacrebleu" if row.get("sacrebleu") is not None else "tokenized_bleu"
     if row.get(metric) is None:
         return "-"
@@ -51,7 +51,9 @@ def cell(row: Dict, baseline: str, baseline_seeds: Optional[Sequence[int]] = Non
     if significance:
         mark = f" {significance['mark']}" if significance.get("mark") else ""
         seeds = seeds_note(row, baseline_seeds)
-        return f"{text} ({significance['delta']:+.2f}{mark}{', ' + seeds if seeds else ''})"
+        per_seed = seed_deltas(row)
+        ahead = (f"; {sum(d > 0 for d in per_seed)} of {len(per_seed)} seeds ahead" if len(per_seed) > 1 else "")
+        return f"{text} ({significance['delta']:+.2f}{mark}{', ' + seeds if seeds else ''}{ahead})"
     return f"{text} (baseline)" if row["arch"] == baseline else text
 
 
@@ -143,10 +145,14 @@ def render(results: Path = RESULTS, base: Path = REPO) -> str:
     notes = ("Cells: sacreBLEU (tokenized BLEU where a corpus has no raw reference), mean ± sd over the seeds "
              f"finished, and the seed-pooled BLEU's difference from `{first['baseline']}` with the same norm "
              "placement, on the seeds both have (named where one row has seeds the other lacks); "
-             "⇑/⇓ p < 0.01, ↑/↓ p < 0.05 (paired bootstrap over the test sentences, every seed's output of each). "
+             "⇑/⇓ p < 0.01, ↑/↓ p < 0.05 (paired bootstrap over the test sentences, every seed's output of each; "
+             "no correction for the many rows, so at p < 0.05 about one in twenty is marked by chance alone); "
+             "over two or more seeds, on how many the row's BLEU is above the baseline's of the same seed. "
              "The test resamples sentences, not training seeds: a mark says that the difference holds across these "
-             "test sentences for these seeds, and where a cell has one seed (no sd) it says nothing of how far "
-             "another seed would move it. "
+             "test sentences for these seeds. Where the seeds disagree (1 of 3 ahead) the mark is not a robust "
+             "difference, and where a cell has one seed (no sd) it says nothing of how far another seed would move "
+             "it. The seed-pooled difference need not be the difference of the means: the pooled outputs share one "
+             "brevity penalty. The full tables give each seed's difference and the outputs' length ratio. "
              "Training speed, grid: a ratio to the baseline's run of the same seed in the same grid, mean over the "
              "seeds both have. It is noisy: CPU runs share the machine, and a grid's runs are spread over machines "
              "of different speed. "
