@@ -351,8 +351,14 @@ def test_ngram_gap_prose_is_its_table():
     assert all(csan2d[n] < 0 for n in range(2, 9))  # "behind from n = 2 on"
     for name in ("hybrid_local", "dman"):  # "ahead at every order, with their largest gaps at n = 3 to 6"
         assert all(g > 0 for g in gaps[name].values()) and 3 <= max(gaps[name], key=gaps[name].get) <= 6
+    table = {row["arch"]: row for row in json.loads(
+        (REPO / "docs" / "results" / "compare" / "multi30k_de_en" / "table.json").read_text())["rows"]
+        if row["norm"] == "pre"}
+    assert table["transformer_diffwin"]["length_ratio"] > table["transformer"]["length_ratio"]  # "longer"
     said = [f"by {min(long_orders):.2f} to {max(long_orders):.2f} points from n = 2",
-            f"2D-CSAN within {max(abs(g) for g in csan2d.values()):.2f}, behind from n = 2 on"]
+            f"2D-CSAN within {max(abs(g) for g in csan2d.values()):.2f}, behind from n = 2 on",
+            f"(length ratio {table['transformer_diffwin']['length_ratio']:.3f} against "
+            f"{table['transformer']['length_ratio']:.3f} in the comparison's table)"]
     assert_page_says("docs/analyses.md", said, "analyses/ngram-gap-multi30k.json")
 
 
