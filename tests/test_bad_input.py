@@ -162,6 +162,17 @@ def test_analyses_and_probing_check_their_options_before_loading(tmp_path, user_
             "--sizes 'base,huge': choose from base, iwslt, big")
 
 
+def test_the_probe_names_a_bpe_model_that_is_not_one(user_file):
+    """A file that is not a BPE model, given as one, is named with its flag (sentencepiece's own error names
+    neither; subword-nmt's exits the process)."""
+    from fairseq_localness.probing.encode import Preprocessing, ProbingError
+
+    with pytest.raises(ProbingError, match=f"--spm-model {user_file}: not a sentencepiece model"):
+        Preprocessing(lang="en", tokenizer="none", spm_model=str(user_file)).build()
+    with pytest.raises(ProbingError, match=f"--bpe-codes {user_file}: not a subword-nmt codes file"):
+        Preprocessing(lang="en", tokenizer="none", bpe_codes=str(user_file)).build()
+
+
 def test_gpu_tools_refuse_a_file_for_out_and_an_empty_result(tmp_path, user_file):
     refused([PYTHON, "-m", "fairseq_localness.gpu.suite", "run", "--out", str(user_file)],
             f"--out {user_file}: a file, not a directory")

@@ -54,14 +54,21 @@ class Preprocessing:
             if not os.path.isfile(self.bpe_codes):
                 raise ProbingError(f"--bpe-codes {self.bpe_codes}: no such file")
             from subword_nmt.apply_bpe import BPE
-            with open(self.bpe_codes, encoding="utf-8") as f:
-                bpe = BPE(f)
+            try:
+                with open(self.bpe_codes, encoding="utf-8") as f:
+                    bpe = BPE(f)
+            except (SystemExit, UnicodeDecodeError) as err:  # subword-nmt exits on a line it cannot read
+                raise ProbingError(f"--bpe-codes {self.bpe_codes}: not a subword-nmt codes file (learn_bpe.py's "
+                                   "output)" + (f": {err}" if isinstance(err, UnicodeDecodeError) else "")) from None
             steps.append(lambda line: bpe.process_line(line).strip())
         if self.spm_model:
             if not os.path.isfile(self.spm_model):
                 raise ProbingError(f"--spm-model {self.spm_model}: no such file")
             import sentencepiece as spm
-            sp = spm.SentencePieceProcessor(model_file=self.spm_model)
+            try:
+                sp = spm.SentencePieceProcessor(model_file=self.spm_model)
+            except (RuntimeError, OSError) as err:  # sentencepiece's own message names no flag
+                raise ProbingError(f"--spm-model {self.spm_model}: not a sentencepiece model ({err})") from None
             steps.append(lambda line: " ".join(sp.encode(line, out_type=str)))
 
         def run(sentence: str) -> str:
