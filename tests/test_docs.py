@@ -254,7 +254,7 @@ def test_readme_results_table_by_hand(tmp_path):
     # a mark the seeds do not all bear out: the cell says so
     assert "| `transformer_csan2d` | pre | 40.20 ± 0.90 (-0.40 ↓; 1 of 2 seeds ahead) | - | 2.40M | 0.90 |" in text
     # the baseline has seeds 1 and 2, SMAN only seed 1: the difference is on seed 1, and the cell says so
-    assert "| `transformer_sman` | pre | 41.50 (+0.90 ↑, seeds 1) | - | 2.40M | 0.90 |" in text
+    assert "| `transformer_sman` | pre | 41.50 (+0.90 ↑, seed 1) | - | 2.40M | 0.90 |" in text
 
 
 def test_readme_one_process_speed_column_by_hand(tmp_path):

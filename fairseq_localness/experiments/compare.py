@@ -742,12 +742,13 @@ def seed_deltas(row: Dict[str, Any]) -> List[float]:
 
 
 def seeds_note(row: Dict[str, Any], baseline_seeds: Optional[Sequence[int]]) -> str:
-    """``seeds 1,2``: the seeds of a row's comparison with the baseline (difference, p, speed ratios) where they
-    are not every seed of both rows, else empty (``baseline_seeds`` None: the baseline's row is not at hand)."""
+    """``seeds 1,2`` (``seed 1``): the seeds of a row's comparison with the baseline (difference, p, speed ratios)
+    where they are not every seed of both rows, else empty (``baseline_seeds`` None: the baseline's row is not at
+    hand)."""
     paired = row.get("significance_seeds")
     if paired == row["seeds"] and (baseline_seeds is None or list(baseline_seeds) == paired):
         return ""
-    return "seeds " + ",".join(map(str, paired or []))
+    return ("seed " if len(paired or []) == 1 else "seeds ") + ",".join(map(str, paired or []))
 
 
 def placement_table(rows: List[Dict[str, Any]]) -> str:
