@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
-from typing import Dict, Iterable, Mapping, Optional, Tuple
+from typing import Dict, Iterable, Mapping, Optional, Sequence, Tuple
 
 from fairseq import options
 from fairseq.data import Dictionary
@@ -34,7 +34,20 @@ def synthetic_dictionary(types: int) -> Dictionary:
 
 
 class ModelOptionError(ValueError):
-    """A model option that fairseq's parser rejects; the message names the option and the model."""
+    """A model option that fairseq's parser rejects; the message names the option and the model, ``options`` the
+    command-line words it rejected (empty for an override)."""
+
+    def __init__(self, message: str, options: Sequence[str] = ()):
+        super().__init__(message)
+        self.options = list(options)
+
+
+def _is_number(word: str) -> bool:
+    try:
+        float(word)
+    except ValueError:
+        return False
+    return True
 
 
 def _flag_value(dest: str, raw: str, label: str) -> bool:
@@ -99,11 +112,14 @@ def parse_model_args(
         parser, ["/nonexistent-data-dir", "--arch", arch, "--task", "translation", *extra], parse_known=True,
         modify_parser=modify)
     if unknown:  # named here with its model, not in fairseq's page-long usage message
-        given = [a.split("=")[0] for a in unknown if a.startswith("-")] or unknown
+        given = [a.split("=")[0] for a in unknown if a.startswith("-") and not _is_number(a)]
+        if not given:  # a value too many, after an option that takes fewer
+            raise ModelOptionError(f"{label}: {' '.join(unknown)}: a value no option of arch {arch} takes",
+                                   unknown)
         flags = sorted(a for a in parser._option_string_actions if a.startswith("--"))
         close = difflib.get_close_matches(given[0], flags, n=4, cutoff=0.6)
         hint = f" (close: {', '.join(close)})" if close else ""
-        raise ModelOptionError(f"{label}: {', '.join(given)} is not a fairseq option for arch {arch}{hint}")
+        raise ModelOptionError(f"{label}: {', '.join(given)} is not a fairseq option for arch {arch}{hint}", given)
     known = {a.dest for a in parser._actions}
     for dest, (_raw, strict) in requested.items():
         if strict and dest not in known:

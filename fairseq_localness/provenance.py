@@ -74,6 +74,8 @@ def directory_problem(path: "str | os.PathLike", flag: str) -> "str | None":
     """Why ``path`` cannot be an output directory, checked before any work: it is a file, or a file stands where a
     directory above it should be (making it would fail only after the work). None when it is, or can be made, a
     directory."""
+    if os.path.islink(path) and not os.path.exists(path):  # mkdir would refuse it: the link's name is taken
+        return f"{flag} {os.fspath(path)}: a link to {os.readlink(path)}, which does not exist"
     if os.path.exists(path) and not os.path.isdir(path):
         return f"{flag} {os.fspath(path)}: a file, not a directory"
     return _file_above(path, flag)
@@ -83,10 +85,11 @@ def _file_above(path: "str | os.PathLike", flag: str) -> "str | None":
     """The nearest existing path above ``path``, when it is a file rather than a directory, as an error naming
     ``flag``."""
     parent = os.path.dirname(os.path.abspath(path))
-    while not os.path.exists(parent):
+    while not os.path.lexists(parent):  # a link to nothing stops the climb: no directory can be made below it
         parent = os.path.dirname(parent)
     if not os.path.isdir(parent):
-        return f"{flag} {os.fspath(path)}: {parent} is a file, not a directory"
+        what = "a file" if os.path.exists(parent) else "a link to nothing"
+        return f"{flag} {os.fspath(path)}: {parent} is {what}, not a directory"
     return None
 
 

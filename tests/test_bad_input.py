@@ -46,6 +46,12 @@ def test_an_output_directory_is_refused_where_it_or_a_path_above_it_is_a_file(us
     # making it would fail only after the work: refused up front, naming the file in the way
     assert directory_problem(user_file / "run" / "seed1", "--work") == (
         f"--work {user_file / 'run' / 'seed1'}: {user_file} is a file, not a directory")
+    # a link to nothing: its name is taken, and nothing can be made below it
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    assert directory_problem(tmp_path / "dangling", "--out") == (
+        f"--out {tmp_path / 'dangling'}: a link to {tmp_path / 'nowhere'}, which does not exist")
+    assert directory_problem(tmp_path / "dangling" / "run", "--out") == (
+        f"--out {tmp_path / 'dangling' / 'run'}: {tmp_path / 'dangling'} is a link to nothing, not a directory")
 
 
 def test_the_comparison_refuses_a_file_for_its_directories(tiny_data_bin, user_file, tmp_path):
@@ -160,6 +166,9 @@ def test_analyses_and_probing_check_their_options_before_loading(tmp_path, user_
             "transformer_gaussian_local (close: --gaussian-window")
     refused([PYTHON, str(REPO / "scripts" / "param_counts.py"), "--archs", "transformer", "--sizes", "base,huge"],
             "--sizes 'base,huge': choose from base, iwslt, big")
+    # the recipe shares all embeddings: an architecture without that option is named, not --extra
+    refused([PYTHON, str(REPO / "scripts" / "param_counts.py"), "--archs", "fconv", "--sizes", "base"],
+            "--archs fconv: fconv: --share-all-embeddings is not a fairseq option for arch fconv")
 
 
 def test_the_probe_names_a_bpe_model_that_is_not_one(user_file):
@@ -171,6 +180,19 @@ def test_the_probe_names_a_bpe_model_that_is_not_one(user_file):
         Preprocessing(lang="en", tokenizer="none", spm_model=str(user_file)).build()
     with pytest.raises(ProbingError, match=f"--bpe-codes {user_file}: not a subword-nmt codes file"):
         Preprocessing(lang="en", tokenizer="none", bpe_codes=str(user_file)).build()
+
+
+def test_a_model_flag_fairseq_does_not_know_is_named_with_the_model():
+    """parse_model_args names what fairseq's parser left over: an unknown flag (a negative number is its value,
+    not a flag), or a value that no option takes; the error carries the words for the caller's flag."""
+    from fairseq_localness.modelbuild import ModelOptionError, parse_model_args
+
+    with pytest.raises(ModelOptionError, match=r"^transformer: --bogus is not a fairseq option for arch "
+                                               r"transformer \(close: ") as err:
+        parse_model_args("transformer", ["--bogus", "-1"])
+    assert err.value.options == ["--bogus"]
+    with pytest.raises(ModelOptionError, match="^transformer: 3: a value no option of arch transformer takes$"):
+        parse_model_args("transformer", ["--encoder-layers", "2", "3"])
 
 
 def test_gpu_tools_refuse_a_file_for_out_and_an_empty_result(tmp_path, user_file):

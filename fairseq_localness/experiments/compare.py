@@ -944,7 +944,7 @@ def write_outputs(grid: Grid, records: List[Dict[str, Any]], rows: List[Dict[str
         "of different output lengths move it. Δ per seed: each seed's BLEU minus the baseline's of the same seed. "
         f"Mark and p from a paired bootstrap ({samples:,} resamples of the test sentences, each drawn sentence with "
         "every seed's output of it; sacreBLEU's two-sided test; ⇑/⇓ p < 0.01, ↑/↓ p < 0.05; "
-        f"p = {1 / (samples + 1):.3f} is the smallest {samples:,} resamples can give). The test resamples "
+        f"1/{samples + 1:,} is the smallest p that {samples:,} resamples can give). The test resamples "
         "sentences, not seeds: the variation between seeds is not in p, and a mark whose seeds differ in sign is "
         "not a robust difference. No correction for the table's many tests: at p < 0.05, about one row in twenty "
         "is marked by chance alone. sacreBLEU where the corpus has raw references, else tokenized BLEU. Length "

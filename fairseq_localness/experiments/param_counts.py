@@ -62,8 +62,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         for arch in args.archs.split(","):
             try:
                 params = count_parameters(recipe_model(arch + suffix, args.recipe, extra))
-            except ModelOptionError as err:  # a flag in --extra that fairseq does not know for this architecture
-                parser.error(f"--extra: {err}")
+            except ModelOptionError as err:  # a flag fairseq does not know for this architecture
+                given = {word.split("=")[0] for word in extra}
+                parser.error(f"{'--extra' if set(err.options) & given else '--archs ' + arch}: {err}")
             except ValueError as err:  # an unknown architecture
                 parser.error(f"--archs {arch}: {err}")
             print(f"{arch + suffix:45s} {show(params)} {show(base)} {show(params - base, signed=True)}")
