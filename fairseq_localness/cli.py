@@ -1,7 +1,7 @@
 """Small console entry points, and what the console doors share."""
 import argparse
 import os
-from typing import Callable
+from typing import Callable, Optional
 
 
 def user_dir() -> str:
@@ -13,8 +13,11 @@ def print_user_dir() -> None:
     print(user_dir())
 
 
-def int_at_least(minimum: int, why: str) -> Callable[[str], int]:
-    """An argparse type: an integer of at least ``minimum``; ``why`` ends the error for a smaller one."""
+def int_at_least(minimum: int, why: Optional[str] = None) -> Callable[[str], int]:
+    """An argparse type: an integer of at least ``minimum``; ``why`` ends the error for a smaller one (by default
+    ``must be MINIMUM or more``)."""
+    why = why or f"must be {minimum} or more"
+
     def parse(text: str) -> int:
         try:
             value = int(text)

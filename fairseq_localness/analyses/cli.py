@@ -253,7 +253,7 @@ def _args_ngram(parser):
     parser.add_argument("--baseline-name", default="baseline", metavar="NAME",
                         help="the baseline's name in the caption and the --json result file (default: baseline)")
     parser.add_argument("--ref", required=True, help="references (plain text or fairseq-generate output's T- lines)")
-    parser.add_argument("--max-order", type=int_at_least(1, "must be 1 or more"), default=8,
+    parser.add_argument("--max-order", type=int_at_least(1), default=8,
                         help="highest n-gram order (papers: 8)")
     parser.add_argument("--tokenize", type=tokenizer_argument, default="13a",
                         help="sacreBLEU tokenizer (13a, zh, intl, none for tokenised text, ...)")

@@ -144,14 +144,14 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--subset", default="test")
     g.add_argument("--source-lang")
     g.add_argument("--target-lang")
-    g.add_argument("--beam", type=int_at_least(1, "must be 1 or more"), default=5)
+    g.add_argument("--beam", type=int_at_least(1), default=5)
     g.add_argument("--lenpen", type=float, default=1.0)
     g.add_argument("--max-len-a", type=float, default=0)
     g.add_argument("--max-len-b", type=int, default=200)
     g.add_argument("--remove-bpe", choices=["subword_nmt", "sentencepiece", "none"],
                    help="BPE to undo [from DATA_BIN/prep-info.json, else subword_nmt]")
-    g.add_argument("--max-tokens", type=int_at_least(1, "must be 1 or more"), default=8000)
-    g.add_argument("--batch-size", type=int_at_least(1, "must be 1 or more"))
+    g.add_argument("--max-tokens", type=int_at_least(1), default=8000)
+    g.add_argument("--batch-size", type=int_at_least(1))
     g.add_argument("--cpu", action="store_true")
     g.add_argument("--generate-args", type=_generate_args, default="",
                    help="more fairseq-generate options, one quoted string")
@@ -168,7 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="sacreBLEU tokenizer [13a; zh for Chinese, ja-mecab for Japanese]")
     g.add_argument("--baseline-hyp", help="baseline for paired bootstrap: its tokenised hypotheses, "
                                           "or its evaluation directory (then sacreBLEU is tested too)")
-    g.add_argument("--bootstrap-samples", type=int_at_least(0, "must be 0 or more"), default=1000,
+    g.add_argument("--bootstrap-samples", type=int_at_least(0), default=1000,
                    help="paired bootstrap resamples of the test against --baseline-hyp [1000]")
     g = p.add_argument_group("output")
     g.add_argument("--out", help="output directory [CHECKPOINT_DIR/eval-SUBSET-<checkpoint>]")

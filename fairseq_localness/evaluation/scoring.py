@@ -299,7 +299,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                    help="override sacreBLEU's tokenizer (13a, intl, zh, char, ...)")
     p.add_argument("--baseline-hyp", help="baseline's tokenised hypotheses, or its evaluation directory")
     p.add_argument("--baseline-detok-hyp", help="baseline's detokenised hypotheses (sacreBLEU significance)")
-    p.add_argument("--bootstrap-samples", type=int_at_least(0, "must be 0 or more"), default=1000,
+    p.add_argument("--bootstrap-samples", type=int_at_least(0), default=1000,
                    help="paired bootstrap resamples of the test against --baseline-hyp [1000]")
     p.add_argument("--json", help="also write the scores here (a new file)")
     a = p.parse_args(argv)

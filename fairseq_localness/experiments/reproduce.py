@@ -80,9 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--dry-run", action="store_true", help="print every command; run and write nothing")
     parser.add_argument("--rows", help="comma-separated row ids to run (default: all); the table lists them all")
     parser.add_argument("--gpus", "--gpus-per-node", type=int, default=0, help="GPUs per node for training (0: CPU)")
-    parser.add_argument("--cpu-procs", type=int_at_least(1, "must be 1 or more"), default=1,
+    parser.add_argument("--cpu-procs", type=int_at_least(1), default=1,
                         help="CPU training processes when --gpus is 0")
-    parser.add_argument("--max-tokens", type=int_at_least(1, "must be 1 or more"),
+    parser.add_argument("--max-tokens", type=int_at_least(1),
                         help="tokens per device and step (default: the setting's)")
     parser.add_argument("--work", default="runs", help="where runs and results go [runs]")
     parser.add_argument("--data-root", default="runs/data",

@@ -208,7 +208,7 @@ def progress_main(argv: Sequence[str]) -> int:
     show the end of the output."""
     parser = argparse.ArgumentParser(prog="launch.py progress", description=progress_main.__doc__)
     parser.add_argument("name", help="the run's name, printed on every line")
-    parser.add_argument("total", type=int_at_least(1, "must be 1 or more"),
+    parser.add_argument("total", type=int_at_least(1),
                         help="the number of updates the run will make")
     args = parser.parse_args(argv)
     name, total = args.name, args.total

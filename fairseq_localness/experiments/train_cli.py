@@ -40,11 +40,11 @@ def parse_train(argv: Sequence[str]) -> Tuple[argparse.Namespace, Launch]:
     parser.add_argument("--node-rank", type=int, default=0, help="this node's rank, 0..nodes-1")
     parser.add_argument("--master-addr", default="127.0.0.1", help="address of node 0")
     parser.add_argument("--master-port", type=int, help="a free TCP port on node 0")
-    parser.add_argument("--cpu-procs", type=int_at_least(1, "must be 1 or more"), default=1,
+    parser.add_argument("--cpu-procs", type=int_at_least(1), default=1,
                         help="CPU training with N processes (gloo, one thread each)")
-    parser.add_argument("--max-tokens", type=int_at_least(1, "must be 1 or more"),
+    parser.add_argument("--max-tokens", type=int_at_least(1),
                         help="tokens per device and step (default: the config's)")
-    parser.add_argument("--effective-tokens", type=int_at_least(1, "must be 1 or more"),
+    parser.add_argument("--effective-tokens", type=int_at_least(1),
                         help="tokens per update to keep (default: the paper's, max_tokens x update_freq of the config)")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the command(s) without running them (every node's, with --nodes; "
