@@ -72,6 +72,16 @@ def _typed_value(action: argparse.Action, dest: str, raw: str, label: str):
     return value
 
 
+def unknown_architecture(arch: str) -> Optional[str]:
+    """Why ``arch`` cannot be built: it is no registered architecture (with the close names); None when it is one."""
+    import fairseq_localness  # noqa: F401  (registers the plugin's architectures)
+
+    if arch in ARCH_MODEL_REGISTRY:
+        return None
+    close = difflib.get_close_matches(arch, sorted(ARCH_MODEL_REGISTRY), n=4, cutoff=0.6)
+    return f"unknown architecture {arch!r}" + (f" (close: {', '.join(close)})" if close else "")
+
+
 def parse_model_args(
     arch: str,
     extra: Iterable[str] = (),
@@ -87,12 +97,10 @@ def parse_model_args(
     name in ``overrides`` is a :class:`ModelOptionError`; ``lenient_overrides``
     (lower precedence) are skipped where the architecture lacks the option.
     """
-    import fairseq_localness  # noqa: F401  (registers the plugin's architectures)
-
     label = label or arch
-    if arch not in ARCH_MODEL_REGISTRY:
-        close = difflib.get_close_matches(arch, sorted(ARCH_MODEL_REGISTRY), n=4, cutoff=0.6)
-        raise ValueError(f"unknown architecture {arch!r}" + (f" (close: {', '.join(close)})" if close else ""))
+    problem = unknown_architecture(arch)  # also registers the plugin's architectures
+    if problem:
+        raise ValueError(problem)
     requested: Dict[str, Tuple[str, bool]] = {k: (v, False) for k, v in (lenient_overrides or {}).items()}
     requested.update({k: (v, True) for k, v in (overrides or {}).items()})
 

@@ -7,6 +7,7 @@ and the docs' measured tables (``fairseq_localness.experiments.doc_tables``) rea
 from __future__ import annotations
 
 import datetime
+import errno
 import json
 import os
 import platform
@@ -75,21 +76,41 @@ def directory_problem(path: "str | os.PathLike", flag: str) -> "str | None":
     directory above it should be (making it would fail only after the work). None when it is, or can be made, a
     directory."""
     if os.path.islink(path) and not os.path.exists(path):  # mkdir would refuse it: the link's name is taken
-        return f"{flag} {os.fspath(path)}: a link to {os.readlink(path)}, which does not exist"
+        target = os.readlink(path)
+        if _in_a_loop(path):
+            return f"{flag} {os.fspath(path)}: a link to {target}, in a loop of links that leads to nothing"
+        return f"{flag} {os.fspath(path)}: a link to {target}, which does not exist"
     if os.path.exists(path) and not os.path.isdir(path):
         return f"{flag} {os.fspath(path)}: a file, not a directory"
     return _file_above(path, flag)
 
 
-def _file_above(path: "str | os.PathLike", flag: str) -> "str | None":
+def _in_a_loop(path: "str | os.PathLike") -> bool:
+    """Whether following the link ``path`` comes back to a link already followed."""
+    try:
+        os.stat(path)
+    except OSError as error:
+        return error.errno == errno.ELOOP
+    return False
+
+
+def _file_above(path: "str | os.PathLike", flag: str, shown: "str | None" = None) -> "str | None":
     """The nearest existing path above ``path``, when it is a file rather than a directory, as an error naming
-    ``flag``."""
-    parent = os.path.dirname(os.path.abspath(path))
-    while not os.path.lexists(parent):  # a link to nothing stops the climb: no directory can be made below it
-        parent = os.path.dirname(parent)
-    if not os.path.isdir(parent):
-        what = "a file" if os.path.exists(parent) else "a link to nothing"
-        return f"{flag} {os.fspath(path)}: {parent} is {what}, not a directory"
+    ``flag``. The path is walked as the kernel reads it, one name at a time: ``notes.md/../out`` needs ``notes.md``
+    to be a directory, though ``os.path.abspath`` would simplify it away. ``shown``: the path as the user gave it."""
+    shown = shown or os.fspath(path)
+    names = os.fspath(path).split(os.sep)
+    parent = os.sep if os.path.isabs(path) else ""
+    for depth, name in enumerate(names[:-1]):
+        if not name or name == os.curdir:
+            continue
+        parent = os.path.join(parent, name)
+        if not os.path.lexists(parent):  # made by mkdir from here on, where '..' only undoes a name just made
+            rest = os.path.normpath(os.path.join(parent, *names[depth + 1:]))
+            return _file_above(rest, flag, shown) if os.pardir in names[depth + 1:] else None
+        if not os.path.isdir(parent):
+            what = "a file" if os.path.exists(parent) else "a link to nothing"
+            return f"{flag} {shown}: {parent} is {what}, not a directory"
     return None
 
 

@@ -52,6 +52,15 @@ def test_an_output_directory_is_refused_where_it_or_a_path_above_it_is_a_file(us
         f"--out {tmp_path / 'dangling'}: a link to {tmp_path / 'nowhere'}, which does not exist")
     assert directory_problem(tmp_path / "dangling" / "run", "--out") == (
         f"--out {tmp_path / 'dangling' / 'run'}: {tmp_path / 'dangling'} is a link to nothing, not a directory")
+    # the path as the kernel walks it: '..' after a file does not climb back out of it
+    assert directory_problem(f"{user_file}/../out", "--out") == (
+        f"--out {user_file}/../out: {user_file} is a file, not a directory")
+    assert directory_problem(f"{tmp_path}/missing/../notes.md/run", "--out") == (
+        f"--out {tmp_path}/missing/../notes.md/run: {user_file} is a file, not a directory")
+    assert directory_problem(f"{tmp_path}/missing/../new/run", "--out") is None
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    assert directory_problem(tmp_path / "loop", "--out") == (
+        f"--out {tmp_path / 'loop'}: a link to {tmp_path / 'loop'}, in a loop of links that leads to nothing")
 
 
 def test_the_comparison_refuses_a_file_for_its_directories(tiny_data_bin, user_file, tmp_path):
@@ -83,6 +92,10 @@ def test_reproduce_checks_every_row_before_the_first_trains(tmp_path):
     refused(reproduce + ["--train-args", "optimization.nosuch=1"], "reproduce.sh: error: row ", "optimization.nosuch")
     refused(reproduce + ["--eval-args", "--beam abc"], "--eval-args '--beam abc'", "expected an integer")
     refused(reproduce + ["--max-tokens", "0"], "argument --max-tokens: 0: must be 1 or more")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")  # refused, not followed and its target made
+    refused(reproduce + ["--work", str(tmp_path / "dangling")],
+            f"--work {tmp_path / 'dangling'}: a link to {tmp_path / 'nowhere'}, which does not exist")
+    assert not (tmp_path / "nowhere").exists()
 
 
 def test_train_sh_refuses_bad_batches_and_a_file_for_its_save_dir(tiny_data_bin, user_file):
@@ -158,8 +171,13 @@ def test_analyses_and_probing_check_their_options_before_loading(tmp_path, user_
              "x", "--max-order", "0"], "argument --max-order: 0: must be 1 or more")
     refused([PYTHON, str(REPO / "scripts" / "probe.py"), "evaluate", "--checkpoint", str(tmp_path / "c.pt"),
              "--data", str(tmp_path), "--device", "nosuch"], "argument --device: 'nosuch' is not a device")
-    refused([PYTHON, str(REPO / "scripts" / "param_counts.py"), "--archs", "nosuch", "--sizes", "base"],
-            "--archs nosuch: unknown architecture 'nosuch'")
+    # every name is checked before the first row: no header, no row of the known architecture, then an error
+    proc = refused([PYTHON, str(REPO / "scripts" / "param_counts.py"), "--archs", "transformer_gaussian_local,nosuch",
+                    "--sizes", "base,big"], "--archs nosuch: unknown architecture 'nosuch'")
+    assert "architecture" not in proc.stdout and "transformer_gaussian_local" not in proc.stdout
+    # a locality option's bad value, given in --extra, is --extra's (not the architecture's) error
+    refused([PYTHON, str(REPO / "scripts" / "param_counts.py"), "--archs", "transformer_gaussian_local", "--sizes",
+             "base", "--extra=--gaussian-layers 9"], "--extra: --gaussian-layers: layer(s) [9] out of range")
     refused([PYTHON, str(REPO / "scripts" / "param_counts.py"), "--archs", "transformer_gaussian_local", "--sizes",
              "base", "--extra=--gaussian-windw layer"],
             "--extra: transformer_gaussian_local: --gaussian-windw is not a fairseq option for arch "
@@ -180,6 +198,16 @@ def test_the_probe_names_a_bpe_model_that_is_not_one(user_file):
         Preprocessing(lang="en", tokenizer="none", spm_model=str(user_file)).build()
     with pytest.raises(ProbingError, match=f"--bpe-codes {user_file}: not a subword-nmt codes file"):
         Preprocessing(lang="en", tokenizer="none", bpe_codes=str(user_file)).build()
+    # a fairseq dictionary reads as merges to subword-nmt, which would then split every word into characters
+    dictionary = user_file.parent / "dict.en.txt"
+    dictionary.write_text("the 12\nuser 3\nnotes 1\n")
+    with pytest.raises(ProbingError, match=f"--bpe-codes {dictionary}: not a subword-nmt codes file .*: its lines "
+                                           "are words and counts"):
+        Preprocessing(lang="en", tokenizer="none", bpe_codes=str(dictionary)).build()
+    bad_version = user_file.parent / "code.en"
+    bad_version.write_text("#version: x\nt h\n")  # subword-nmt raises a bare ValueError on it
+    with pytest.raises(ProbingError, match=f"--bpe-codes {bad_version}: not a subword-nmt codes file"):
+        Preprocessing(lang="en", tokenizer="none", bpe_codes=str(bad_version)).build()
 
 
 def test_a_model_flag_fairseq_does_not_know_is_named_with_the_model():

@@ -279,6 +279,19 @@ def test_each_seeds_difference_and_the_length_ratio_by_hand(monkeypatch):
     assert dman["seed_deltas"] == {"sacrebleu": [1.25, -0.5], "tokenized_bleu": [0.5, 0.5]}
     assert dman["length_ratio"] == 1.067 and rows[0]["length_ratio"] == 0.96  # (0.99 + 1.01 + 1.2) / 3
     assert "seed_deltas" not in rows[0]
+    # paired by seed, not by position: the baseline lacks seed 1 (DMAN's first), then DMAN lacks seed 2
+    shifted = compare.summarize([record("transformer", 2, 31.0, 32.5, 0.97), record("transformer", 3, 29.0, 30.0, 0.9),
+                                 record("transformer_dman", 1, 40.0, 40.0, 1.0),
+                                 record("transformer_dman", 2, 30.5, 33.0, 1.01),
+                                 record("transformer_dman", 3, 29.75, 29.0, 1.0)],
+                                "transformer", lowercase=True, samples=10)
+    assert shifted[1]["seed_deltas"] == {"sacrebleu": [-0.5, 0.75], "tokenized_bleu": [0.5, -1.0]}
+    missing = compare.summarize([record("transformer", 1, 30.0, 31.0, 0.95), record("transformer", 2, 31.0, 32.5, 0.97),
+                                 record("transformer", 3, 29.0, 30.0, 0.9),
+                                 record("transformer_dman", 1, 31.25, 31.5, 0.99),
+                                 record("transformer_dman", 3, 29.75, 29.0, 1.0)],
+                                "transformer", lowercase=True, samples=10)
+    assert missing[1]["seed_deltas"] == {"sacrebleu": [1.25, 0.75], "tokenized_bleu": [0.5, -1.0]}
     line = compare.markdown_table(rows, "transformer").splitlines()[-1]
     assert "| 1.067 | +0.35 (p = 0.200, seeds 1,2) | +1.25, -0.50 |" in line
     # the metric of Δ: tokenized BLEU where the test had no sacreBLEU
@@ -287,6 +300,15 @@ def test_each_seeds_difference_and_the_length_ratio_by_hand(monkeypatch):
     assert compare.seed_deltas(compare.summarize([record("transformer", 1, None, 31.0, 0.9),
                                                   record("transformer_dman", 1, None, 31.5, 0.9)],
                                                  "transformer", lowercase=True, samples=10)[1]) == [0.5]
+
+
+def test_the_notes_say_which_marks_too_few_resamples_cannot_give():
+    """The smallest p of S resamples is 1/(S+1), printed and marked at three decimals. S = 104: 1/105 = 0.0095
+    prints 0.010 (no ⇑/⇓); S = 105: 1/106 = 0.0094 prints 0.009. S = 19: 1/20 = 0.050 (no mark at all); S = 20:
+    1/21 = 0.048."""
+    assert compare.too_few_resamples(1000) == compare.too_few_resamples(105) == ""
+    assert compare.too_few_resamples(104) == compare.too_few_resamples(20) == "; too few for ⇑/⇓"
+    assert compare.too_few_resamples(19) == compare.too_few_resamples(1) == "; too few for any mark"
 
 
 def test_seeds_archs_and_norms_are_checked():
@@ -775,6 +797,8 @@ def test_tiny_grid_table_columns_and_files(tiny_grid):
     root, _, first = tiny_grid
     out = root / "work" / "tiny"
     assert "[4/4] transformer_gaussian_local (pre-norm, seed 2)" in first.stdout
+    # 1/101 prints as p = 0.010, which is not below 0.01: the notes say what 100 resamples cannot mark
+    assert "1/101 is the smallest p that 100 resamples can give; too few for ⇑/⇓)" in (out / "table.md").read_text()
     assert f"written to {out}/table.md, table.json, runs.csv, runs.json, curves.csv, figure.png, curves.png, " \
         "buckets.md, buckets.csv, buckets.png and commands.json" in first.stdout
     assert "has no raw test reference" in first.stdout  # the synthetic corpus has no prep-info.json

@@ -330,6 +330,8 @@ def test_probe_errors_name_file_line_split_and_checkpoint(tiny, tmp_path, capsys
     no_va = _task_file(tmp_path / "nova.txt", [GOOD[0], GOOD[1], GOOD[3]])
     junk = tmp_path / "junk.pt"
     torch.save({"not": "a checkpoint"}, junk)
+    dictionary = tmp_path / "dict.en.txt"
+    dictionary.write_text("the 12\nuser 3\n")
     cases = [
         (["--checkpoint", checkpoint, "--tasks", str(bad_line)], "bad.txt:5: expected"),
         (["--checkpoint", checkpoint, "--tasks", str(no_va)], "nova.txt: no 'va' line(s)"),
@@ -337,6 +339,9 @@ def test_probe_errors_name_file_line_split_and_checkpoint(tiny, tmp_path, capsys
         (["--checkpoint", str(tmp_path / "nope.pt"), "--tasks", str(no_va)], "nova.txt: no 'va'"),  # tasks read first
         (["--checkpoint", str(junk), "--tasks", str(tiny / "tasks")], f"--checkpoint {junk}: fairseq could not load it"),
         (["--checkpoint", checkpoint, "--tasks", str(tiny / "tasks"), "--bpe-codes", "/nope"], "--bpe-codes /nope"),
+        # a dictionary given as BPE codes: refused before the checkpoint (here none) is loaded
+        (["--checkpoint", str(tmp_path / "nope.pt"), "--tasks", str(tiny / "tasks"), "--bpe-codes", str(dictionary)],
+         f"--bpe-codes {dictionary}: not a subword-nmt codes file"),
         (["--checkpoint", checkpoint, "--tasks", str(tiny / "tasks"), "--limit", "0"], "--limit must be a positive"),
     ]
     for args, message in cases:

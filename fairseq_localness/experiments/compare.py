@@ -944,7 +944,8 @@ def write_outputs(grid: Grid, records: List[Dict[str, Any]], rows: List[Dict[str
         "of different output lengths move it. Δ per seed: each seed's BLEU minus the baseline's of the same seed. "
         f"Mark and p from a paired bootstrap ({samples:,} resamples of the test sentences, each drawn sentence with "
         "every seed's output of it; sacreBLEU's two-sided test; ⇑/⇓ p < 0.01, ↑/↓ p < 0.05; "
-        f"1/{samples + 1:,} is the smallest p that {samples:,} resamples can give). The test resamples "
+        f"1/{samples + 1:,} is the smallest p that {samples:,} resamples can give{too_few_resamples(samples)}). "
+        "The test resamples "
         "sentences, not seeds: the variation between seeds is not in p, and a mark whose seeds differ in sign is "
         "not a robust difference. No correction for the table's many tests: at p < 0.05, about one row in twenty "
         "is marked by chance alone. sacreBLEU where the corpus has raw references, else tokenized BLEU. Length "
@@ -1046,6 +1047,14 @@ def run_bucket_bleu(eval_dir: Path, texts: EvaluationTexts, lowercase: bool) -> 
             score = metric.corpus_score([hyps[i] for i in rows], [[refs[i] for i in rows]]).score
             scores[bucket_name(bucket)] = (len(rows), round(score, 2))
     return scores
+
+
+def too_few_resamples(samples: int) -> str:
+    """The marks ``samples`` resamples cannot give, as a clause of the table's notes. Their smallest p,
+    1/(samples+1), is printed and marked at three decimals: with fewer than 105 resamples it rounds to 0.010 or more
+    (⇑/⇓ needs p < 0.01), with fewer than 20 to 0.050 or more (no mark at all)."""
+    smallest = round(1 / (samples + 1), 3)
+    return "" if smallest < 0.01 else "; too few for ⇑/⇓" if smallest < 0.05 else "; too few for any mark"
 
 
 #: buckets with fewer test sentences get no significance test: a bootstrap of a handful of sentences resamples

@@ -16,7 +16,8 @@ import logging
 import shlex
 from typing import Optional, Sequence
 
-from ..modelbuild import RECIPE_VOCABULARIES, ModelOptionError, count_parameters, recipe_model
+from ..attention.errors import LocalityConfigError
+from ..modelbuild import RECIPE_VOCABULARIES, ModelOptionError, count_parameters, recipe_model, unknown_architecture
 
 #: size name -> (architecture suffix, fairseq's Transformer of that size, the baseline of every delta)
 SIZES = {"base": ("", "transformer"), "iwslt": ("_iwslt_de_en", "transformer_iwslt_de_en"),
@@ -48,6 +49,14 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         extra = shlex.split(args.extra)
     except ValueError as err:  # an unclosed quote
         parser.error(f"--extra {args.extra!r}: {err}")
+    archs = [arch for arch in args.archs.split(",") if arch]
+    if not archs:
+        parser.error(f"--archs {args.archs!r}: give one or more architecture names")
+    for arch in archs:  # every name, before the first row is printed
+        for size in sizes:
+            problem = unknown_architecture(arch + SIZES[size][0])
+            if problem:
+                parser.error(f"--archs {arch}: {problem}" + (f" (size {size})" if SIZES[size][0] else ""))
     logging.disable(logging.WARNING)
 
     def show(count: int, signed: bool = False) -> str:
@@ -55,18 +64,19 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
             return f"{count:+10,d}" if signed else f"{count:12,d}"
         return f"{count / 1e6:+9.3f}M" if signed else f"{count / 1e6:11.2f}M"
 
+    given = {word.split("=")[0] for word in extra}  # the flags --extra gives, to blame it for their errors
     print(f"{'architecture':45s} {'params':>12s} {'baseline':>12s} {'delta':>10s}")
     for size in sizes:
         suffix, baseline = SIZES[size]
         base = count_parameters(recipe_model(baseline, args.recipe))
-        for arch in args.archs.split(","):
+        for arch in archs:
             try:
                 params = count_parameters(recipe_model(arch + suffix, args.recipe, extra))
             except ModelOptionError as err:  # a flag fairseq does not know for this architecture
-                given = {word.split("=")[0] for word in extra}
                 parser.error(f"{'--extra' if set(err.options) & given else '--archs ' + arch}: {err}")
-            except ValueError as err:  # an unknown architecture
-                parser.error(f"--archs {arch}: {err}")
+            except LocalityConfigError as err:  # a locality option's value ("--gaussian-layers: ..."): whose flag?
+                named = str(err).split(":")[0].strip()
+                parser.error(f"{'--extra' if named in given else '--archs ' + arch}: {err}")
             print(f"{arch + suffix:45s} {show(params)} {show(base)} {show(params - base, signed=True)}")
 
 

@@ -138,11 +138,11 @@ def main(argv: Sequence[str]) -> int:
         if unknown:
             parser.error(f"unknown row id(s): {', '.join(unknown)}; the table's rows: {', '.join(r.id for r in rows)}")
         selected = [r for r in rows if r.id in wanted]
-    work, data_root = Path(args.work).resolve(), Path(args.data_root).resolve()
-    for flag, directory in (("--work", work), ("--data-root", data_root)):
-        problem = directory_problem(directory, flag)
+    for flag, directory in (("--work", args.work), ("--data-root", args.data_root)):
+        problem = directory_problem(directory, flag)  # as given: resolving first would follow a link to nothing
         if problem:
             parser.error(problem)
+    work, data_root = Path(args.work).resolve(), Path(args.data_root).resolve()
     train_args = precision_overrides(shlex.split(args.train_args))
     flags = [a for a in train_args if a.startswith("-")]
     if flags:

@@ -54,12 +54,14 @@ class Preprocessing:
             if not os.path.isfile(self.bpe_codes):
                 raise ProbingError(f"--bpe-codes {self.bpe_codes}: no such file")
             from subword_nmt.apply_bpe import BPE
+            not_codes = f"--bpe-codes {self.bpe_codes}: not a subword-nmt codes file (learn_bpe.py's output)"
+            if _counts_file(self.bpe_codes):  # subword-nmt would read "word 12" lines as merges, and split every word
+                raise ProbingError(f"{not_codes}: its lines are words and counts, as in a fairseq dict.*.txt")
             try:
                 with open(self.bpe_codes, encoding="utf-8") as f:
                     bpe = BPE(f)
-            except (SystemExit, UnicodeDecodeError) as err:  # subword-nmt exits on a line it cannot read
-                raise ProbingError(f"--bpe-codes {self.bpe_codes}: not a subword-nmt codes file (learn_bpe.py's "
-                                   "output)" + (f": {err}" if isinstance(err, UnicodeDecodeError) else "")) from None
+            except (SystemExit, UnicodeDecodeError, ValueError) as err:  # an unreadable line, or '#version: x'
+                raise ProbingError(not_codes + ("" if isinstance(err, SystemExit) else f": {err}")) from None
             steps.append(lambda line: bpe.process_line(line).strip())
         if self.spm_model:
             if not os.path.isfile(self.spm_model):
@@ -76,6 +78,21 @@ class Preprocessing:
                 sentence = step(sentence)
             return " ".join(sentence.split())
         return run
+
+
+def _counts_file(path: str) -> bool:
+    """Whether every line of ``path`` is a word and a whole number (a fairseq dictionary, a vocabulary with counts):
+    a codes file's lines are pairs of symbols, and its merges end in ``</w>`` words, not all numbers."""
+    seen = False
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            fields = line.split()
+            if not fields or (line.startswith("#version:") and not seen):
+                continue
+            if len(fields) < 2 or not fields[1].isdigit():
+                return False
+            seen = True
+    return seen
 
 
 def preprocessing_from_prep_dir(prep_dir: str, src_lang: str = "en") -> Preprocessing:
