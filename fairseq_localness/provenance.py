@@ -94,22 +94,25 @@ def _in_a_loop(path: "str | os.PathLike") -> bool:
     return False
 
 
-def _file_above(path: "str | os.PathLike", flag: str, shown: "str | None" = None) -> "str | None":
+def _file_above(path: "str | os.PathLike", flag: str) -> "str | None":
     """The nearest existing path above ``path``, when it is a file rather than a directory, as an error naming
     ``flag``. The path is walked as the kernel reads it, one name at a time: ``notes.md/../out`` needs ``notes.md``
-    to be a directory, though ``os.path.abspath`` would simplify it away. ``shown``: the path as the user gave it."""
-    shown = shown or os.fspath(path)
-    names = os.fspath(path).split(os.sep)
-    parent = os.sep if os.path.isabs(path) else ""
-    for depth, name in enumerate(names[:-1]):
+    to be a directory, though ``os.path.abspath`` would simplify it away."""
+    shown = os.fspath(path)
+    parent = os.sep if os.path.isabs(shown) else ""
+    to_make = 0  # names below the last existing one: mkdir makes them, and a '..' after one only undoes it
+    for name in shown.split(os.sep)[:-1]:
         if not name or name == os.curdir:
             continue
+        if to_make and name == os.pardir:
+            parent, to_make = os.path.dirname(parent), to_make - 1
+            continue
         parent = os.path.join(parent, name)
-        if not os.path.lexists(parent):  # made by mkdir from here on, where '..' only undoes a name just made
-            rest = os.path.normpath(os.path.join(parent, *names[depth + 1:]))
-            return _file_above(rest, flag, shown) if os.pardir in names[depth + 1:] else None
-        if not os.path.isdir(parent):
-            what = "a file" if os.path.exists(parent) else "a link to nothing"
+        if to_make or not os.path.lexists(parent):
+            to_make += 1
+        elif not os.path.isdir(parent):
+            what = ("a file" if os.path.exists(parent) else
+                    "a link in a loop" if _in_a_loop(parent) else "a link to nothing")
             return f"{flag} {shown}: {parent} is {what}, not a directory"
     return None
 
@@ -136,7 +139,7 @@ def write_atomically(path: "str | os.PathLike", data: "str | bytes", errors: str
 def write_result_file(path: str, content) -> None:
     """``content`` as a result file: indented JSON, text kept as UTF-8, a final newline; its directory made; the
     file replaced whole (:func:`write_atomically`)."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    os.makedirs(os.path.dirname(path) or os.curdir, exist_ok=True)  # as given, as result_file_problem walked it
     write_atomically(path, json.dumps(content, indent=2, ensure_ascii=False) + "\n")
     print(f"wrote {path}")
 

@@ -6,6 +6,7 @@ success on input that could not be meant."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -57,10 +58,20 @@ def test_an_output_directory_is_refused_where_it_or_a_path_above_it_is_a_file(us
         f"--out {user_file}/../out: {user_file} is a file, not a directory")
     assert directory_problem(f"{tmp_path}/missing/../notes.md/run", "--out") == (
         f"--out {tmp_path}/missing/../notes.md/run: {user_file} is a file, not a directory")
+    assert directory_problem(f"{tmp_path}/missing/../notes.md/../out", "--out") == (
+        f"--out {tmp_path}/missing/../notes.md/../out: {user_file} is a file, not a directory")
     assert directory_problem(f"{tmp_path}/missing/../new/run", "--out") is None
     (tmp_path / "loop").symlink_to(tmp_path / "loop")
     assert directory_problem(tmp_path / "loop", "--out") == (
         f"--out {tmp_path / 'loop'}: a link to {tmp_path / 'loop'}, in a loop of links that leads to nothing")
+    assert directory_problem(tmp_path / "loop" / "run", "--out") == (
+        f"--out {tmp_path / 'loop' / 'run'}: {tmp_path / 'loop'} is a link in a loop, not a directory")
+    # a result file is written where its path, as given, leads: the directory 'missing' is made, and '..' leaves it
+    from fairseq_localness.provenance import result_file_problem, write_result_file
+    given = f"{tmp_path}/missing/../result.json"
+    assert result_file_problem(given, "--json", overwrite=False) is None
+    write_result_file(given, {"bleu": 1.0})
+    assert json.loads((tmp_path / "result.json").read_text()) == {"bleu": 1.0}
 
 
 def test_the_comparison_refuses_a_file_for_its_directories(tiny_data_bin, user_file, tmp_path):
@@ -178,6 +189,8 @@ def test_analyses_and_probing_check_their_options_before_loading(tmp_path, user_
     # a locality option's bad value, given in --extra, is --extra's (not the architecture's) error
     refused([PYTHON, str(REPO / "scripts" / "param_counts.py"), "--archs", "transformer_gaussian_local", "--sizes",
              "base", "--extra=--gaussian-layers 9"], "--extra: --gaussian-layers: layer(s) [9] out of range")
+    refused([PYTHON, str(REPO / "scripts" / "param_counts.py"), "--archs", "transformer_gaussian_local", "--sizes",
+             "base", "--extra=--gaussian-fixed-window -1"], "--extra: --gaussian-fixed-window must be > 0")
     refused([PYTHON, str(REPO / "scripts" / "param_counts.py"), "--archs", "transformer_gaussian_local", "--sizes",
              "base", "--extra=--gaussian-windw layer"],
             "--extra: transformer_gaussian_local: --gaussian-windw is not a fairseq option for arch "

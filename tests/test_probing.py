@@ -240,6 +240,11 @@ def test_preprocessing_by_hand(tmp_path):
     codes = tmp_path / "codes"
     codes.write_text("#version: 0.2\nt h\nth e</w>\n")
     assert Preprocessing(bpe_codes=str(codes)).build()("the then") == "the th@@ e@@ n"
+    # codes whose merges are all digits still open with learn_bpe.py's header: not taken for a dictionary
+    digits = tmp_path / "codes.digits"
+    digits.write_text("#version: 0.2\n9 9\n1 99\n2 0\n")
+    # 1 9 9 9</w> -> 1 99 9</w> -> 199 9</w>; 2 0 2 0</w> -> 20 2 0</w> (0</w> is not 0)
+    assert Preprocessing(bpe_codes=str(digits)).build()("1999 2020") == "199@@ 9 20@@ 2@@ 0"
     assert Preprocessing(tokenizer="moses", lowercase=True).build()("Hello, World!") == "hello , world !"
     with pytest.raises(ProbingError, match="--bpe-codes /nope: no such file"):
         Preprocessing(bpe_codes="/nope").build()

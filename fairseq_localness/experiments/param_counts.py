@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import shlex
 from typing import Optional, Sequence
 
@@ -74,9 +75,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                 params = count_parameters(recipe_model(arch + suffix, args.recipe, extra))
             except ModelOptionError as err:  # a flag fairseq does not know for this architecture
                 parser.error(f"{'--extra' if set(err.options) & given else '--archs ' + arch}: {err}")
-            except LocalityConfigError as err:  # a locality option's value ("--gaussian-layers: ..."): whose flag?
-                named = str(err).split(":")[0].strip()
-                parser.error(f"{'--extra' if named in given else '--archs ' + arch}: {err}")
+            except LocalityConfigError as err:  # a locality option's bad value: --extra's where it names its flag
+                named = set(re.findall(r"--[A-Za-z0-9][\w-]*", str(err)))
+                parser.error(f"{'--extra' if named & given else '--archs ' + arch}: {err}")
             print(f"{arch + suffix:45s} {show(params)} {show(base)} {show(params - base, signed=True)}")
 
 

@@ -82,12 +82,14 @@ class Preprocessing:
 
 def _counts_file(path: str) -> bool:
     """Whether every line of ``path`` is a word and a whole number (a fairseq dictionary, a vocabulary with counts):
-    a codes file's lines are pairs of symbols, and its merges end in ``</w>`` words, not all numbers."""
+    a codes file opens with learn_bpe.py's ``#version:`` line, and without one, some of its merges end in ``</w>``."""
     seen = False
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
             fields = line.split()
-            if not fields or (line.startswith("#version:") and not seen):
+            if line.startswith("#version:") and not seen:
+                return False  # learn_bpe.py's header (its merges may all be digits: '1 9', '19 9')
+            if not fields:
                 continue
             if len(fields) < 2 or not fields[1].isdigit():
                 return False
