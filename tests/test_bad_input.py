@@ -128,6 +128,16 @@ def test_train_sh_refuses_a_data_bin_without_a_training_split(tiny_data_bin, tmp
     assert not (tmp_path / "run").exists()
 
 
+def test_train_sh_refuses_a_data_bin_of_other_languages(tiny_data_bin, tmp_path):
+    """The recipe's task languages must have their dictionaries in the data-bin: fairseq's translation task would
+    stop only when the run starts."""
+    refused(["bash", str(REPO / "scripts" / "train.sh"), "compare_multi30k_de_en", "transformer", "--data",
+             str(tiny_data_bin), "--save-dir", str(tmp_path / "run")],
+            f"--data {tiny_data_bin}: no dict.de.txt or dict.en.txt for the recipe's languages de->en "
+            "(task.source_lang/target_lang); it has dict.src.txt, dict.tgt.txt")
+    assert not (tmp_path / "run").exists()
+
+
 def test_evaluate_refuses_a_beam_of_zero_and_names_a_file_given_for_a_directory(tiny_data_bin, tmp_path):
     checkpoints = tmp_path / "ck"
     checkpoints.mkdir()

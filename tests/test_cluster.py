@@ -211,8 +211,9 @@ def test_slurm_requests_fail_with_a_clear_message(tmp_path, tiny_data_bin, args,
     if message.startswith("--local") and __import__("shutil").which("srun"):
         pytest.skip("srun exists on this machine")
     code, _, err = call(train_cli.train_main, "wmt14_en_de_base", "transformer_wmt_en_de", "--data",
-                        str(tiny_data_bin), "--save-dir", str(tmp_path / "save"), *args)
-    assert code == 2 and message in err
+                        str(tiny_data_bin), "--save-dir", str(tmp_path / "save"), *args,
+                        "task.source_lang=src", "task.target_lang=tgt")  # the tiny data-bin's languages
+    assert code == 2 and message in err, err
     if "--data" in args:
         assert not (tmp_path / "save").exists()  # refused before the job's folder is made
 

@@ -372,6 +372,8 @@ def test_every_family_trains_with_the_recipe(tmp_path):
     (["multi30k_de_en", "--norm", "middle"], "--norm 'middle'"),
     (["multi30k_de_en", "--recipe", "nonexistent.yaml"], "--recipe nonexistent.yaml: no such file"),
     (["multi30k_de_en", "--bootstrap-samples", "0"], "argument --bootstrap-samples: 0: must be 1 or more"),
+    (["multi30k_de_en", "--gpu-hours"], "--gpu-hours estimates the papers' tables"),
+    (["multi30k_de_en", "--data-root", "/nonexistent"], "--data-root /nonexistent: no multi30k_de_en/data-bin there"),
 ])
 def test_bad_input_is_named_with_exit_code_2(argv, message, tmp_path):
     proc = run(COMPARE + argv + ["--work", str(tmp_path)], check=False)
@@ -402,6 +404,72 @@ def test_gpus_split_the_recipes_batch_and_a_split_that_does_not_divide_it_is_ref
     with pytest.raises(compare.CompareError, match=r"--gpus 3: the recipe's 4096 tokens per update do not split"):
         compare.validate(grid(3))
     assert not (tmp_path / "w").exists()
+
+
+def test_what_would_fail_only_after_training_is_refused_before(tiny_data_bin, tmp_path):
+    """A decoding reference that is not there (evaluate.sh reads it once the training is over), a recipe whose
+    languages the data-bin lacks (the translation task stops when the run starts), and Slurm options without GPUs
+    or a time limit: exit code 2, nothing written."""
+    tiny = ["--data", str(tiny_data_bin), "--archs", "transformer", "--seeds", "1", "--work", str(tmp_path / "w")]
+    cases = [
+        (["--recipe", "compare_multi30k_de_en", "--eval-args", "--detok-ref nope/test.en"],
+         "--detok-ref nope/test.en: no such file (a relative path is read from the directory the command runs in)"),
+        (["--recipe", "compare_multi30k_de_en"],
+         f"--data {tiny_data_bin}: no dict.de.txt or dict.en.txt for the recipe's languages de->en "
+         "(task.source_lang/target_lang); it has dict.src.txt, dict.tgt.txt"),
+        (["--recipe", "compare_multi30k_de_en", "--slurm", "--time", "1:00:00"],
+         "--slurm trains on GPUs: give --gpus N"),
+        (["--recipe", "compare_multi30k_de_en", "--slurm", "--gpus", "1"], "--slurm needs --time"),
+    ]
+    from fairseq_localness.evaluation.evaluate import option_error
+
+    assert option_error(["--no-sacrebleu", "--detok-ref", "nope/test.en"]) is None  # evaluate.sh ignores it then
+    for argv, message in cases:
+        proc = run(COMPARE + tiny + argv, check=False)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+        assert message in proc.stderr, proc.stderr[-2000:]
+        assert not (tmp_path / "w").exists()
+
+
+def test_a_dry_run_names_published_runs_and_leaves_the_recipe_open(tiny_data_bin, tmp_path):
+    """A dry run says which runs a --publish folder holds (a real call restores them instead of training), and its
+    copy of a recipe file does not hold the label to that recipe: only runs do. A Slurm dry run prints the jobs and
+    the sbatch file."""
+    recipe = tmp_path / "mine.yaml"
+    recipe.write_text(RECIPE)
+    own = ["--data", str(tiny_data_bin), "--recipe", str(recipe), "--archs", "transformer", "--seeds", "1",
+           "--work", str(tmp_path / "w")]
+    published = tmp_path / "published" / "mine" / "pre" / "transformer" / "seed1" / "eval-test"
+    published.mkdir(parents=True)
+    (published / "scores.json").write_text("{}")
+    proc = run(COMPARE + own + ["--dry-run", "--publish", str(tmp_path / "published")])
+    assert (f"[1/1] transformer (pre-norm, seed 1): published in {tmp_path / 'published'}: a real call restores it, "
+            "not retrained") in proc.stdout
+    recipe.write_text(RECIPE.replace("max_epoch: 2", "max_epoch: 3"))  # edited after the dry run: taken
+    proc = run(COMPARE + own + ["--dry-run"])
+    assert "max_epoch: 3" in (tmp_path / "w" / "mine" / "recipe" / "benchmark" / "mine.yaml").read_text()
+    (tmp_path / "w" / "mine" / "pre" / "transformer" / "seed1").mkdir(parents=True)  # a run has started
+    recipe.write_text(RECIPE)
+    proc = run(COMPARE + own + ["--dry-run"], check=False)
+    assert proc.returncode == 2 and f"--recipe {recipe} differs from the recipe the runs in" in proc.stderr
+    recipe.write_text(RECIPE.replace("max_epoch: 2", "max_epoch: 3"))  # the label's recipe again
+    proc = run(COMPARE + own + ["--label", "slurm", "--dry-run", "--slurm", "--gpus", "1", "--time", "1:00:00"])
+    assert "TRAIN pre.transformer.seed1: bash " in proc.stdout and "#SBATCH --gpus-per-node=1" in proc.stdout
+    assert not (tmp_path / "w" / "slurm" / "pre").exists() and not (tmp_path / "w" / "slurm" / "slurm").exists()
+    # a Slurm dry run leaves a published run out of its jobs; with --table-only it writes no table either
+    proc = run(COMPARE + own + ["--dry-run", "--slurm", "--gpus", "1", "--time", "1:00:00", "--publish",
+                                str(tmp_path / "published"), "--label", "mine"], check=False)
+    assert proc.returncode == 0 and "TRAIN" not in proc.stdout, proc.stdout[-2000:]
+    assert "transformer (pre-norm, seed 1): published in" in proc.stdout
+    proc = run(COMPARE + own + ["--dry-run", "--table-only", "--slurm", "--gpus", "1", "--time", "1:00:00",
+                                "--publish", str(tmp_path / "published")])
+    assert not (tmp_path / "w" / "mine" / "table.md").exists()
+    # a --publish folder of another setup: refused by the dry run, as the real call refuses it
+    other_setup = {"train_overrides": ["optimization.lr=[0.1]"]}
+    (tmp_path / "published" / "mine" / "grid.json").write_text(json.dumps(other_setup))
+    proc = run(COMPARE + own + ["--dry-run", "--publish", str(tmp_path / "published")], check=False)
+    assert proc.returncode == 2 and "holds runs of another setup" in proc.stderr, proc.stderr[-2000:]
+    assert "train_overrides: ['optimization.lr=[0.1]'] -> []" in proc.stderr
 
 
 def test_a_recipe_key_that_does_not_exist_is_refused(tiny_data_bin, tmp_path):

@@ -186,9 +186,12 @@ def option_error(options: Sequence[str]) -> str | None:
 
     parser.error = refuse  # type: ignore[method-assign]  (argparse exits; the caller names its own flag)
     try:
-        parser.parse_args(["CHECKPOINT_DIR", "DATA_BIN", *options])
+        given = parser.parse_args(["CHECKPOINT_DIR", "DATA_BIN", *options])
     except EvalError as err:
         return str(err)
+    for flag, path in (("--ref", given.ref), ("--detok-ref", None if given.no_sacrebleu else given.detok_ref)):
+        if path and not os.path.isfile(path):  # evaluate.sh reads it only once the training is over
+            return f"{flag} {path}: no such file (a relative path is read from the directory the command runs in)"
     return None
 
 

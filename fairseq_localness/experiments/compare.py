@@ -43,7 +43,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from ..cli import int_at_least
 from ..evaluation.outputs import HYP_DETOK, HYP_TOK, REF_TOK, SCORES, generate_log, generate_output
@@ -1222,6 +1222,21 @@ def publish(grid: Grid, directory: Path) -> Path:
     return target
 
 
+def published_runs_missing(grid: Grid, directory: Path) -> List[Tuple[RunSpec, Path]]:
+    """The runs published in DIRECTORY/LABEL that WORK/LABEL has not finished, with their published folders: what
+    :func:`restore_published` copies back (and a dry run names)."""
+    missing: List[Tuple[RunSpec, Path]] = []
+    for scores in sorted((Path(directory) / grid.label).glob(f"*/*/seed*/{EVAL_DIR}/{SCORES}")):
+        run_dir = scores.parent.parent
+        norm, arch, seed = run_dir.parent.parent.name, run_dir.parent.name, run_dir.name[len("seed"):]
+        if norm not in NORMS or not seed.isdigit():
+            continue
+        spec = RunSpec(arch, norm, int(seed))
+        if not grid.finished(spec):
+            missing.append((spec, run_dir))
+    return missing
+
+
 def restore_published(grid: Grid, directory: Path) -> List[RunSpec]:
     """The runs published in DIRECTORY/LABEL that WORK/LABEL lacks (a fresh checkout, another machine): their
     :data:`RUN_FILES` are copied back, so that they count as finished and are never trained again, with the test
@@ -1233,15 +1248,7 @@ def restore_published(grid: Grid, directory: Path) -> List[RunSpec]:
     source_root = Path(directory) / grid.label
     check_setup(grid, label_record(grid), source_root / "grid.json", f"--publish {source_root}")
     tok_ref = read_prep_info(str(grid.data_bin)).get("tok_ref") if grid.data_bin.is_dir() else None
-    missing: List[Tuple[RunSpec, Path]] = []
-    for scores in sorted(source_root.glob(f"*/*/seed*/{EVAL_DIR}/{SCORES}")):
-        run_dir = scores.parent.parent
-        norm, arch, seed = run_dir.parent.parent.name, run_dir.parent.name, run_dir.name[len("seed"):]
-        if norm not in NORMS or not seed.isdigit():
-            continue
-        spec = RunSpec(arch, norm, int(seed))
-        if not grid.finished(spec):
-            missing.append((spec, run_dir))
+    missing = published_runs_missing(grid, directory)
     # before anything is copied: a run restored without its reference would count as finished and break the table
     if missing and not (tok_ref and Path(tok_ref).is_file()):
         raise CompareError(f"{missing[0][1]}: published runs keep no copy of the test reference, and --data "
@@ -1566,6 +1573,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .cluster_tables import add_arguments as add_cluster_arguments
 
     add_cluster_arguments(parser)
+    for action in parser._actions:  # reproduce's estimate of the papers' tables: refused here (main)
+        if action.dest == "gpu_hours":
+            action.help = argparse.SUPPRESS
     return parser
 
 
@@ -1612,10 +1622,14 @@ def grid_from_args(args: argparse.Namespace) -> Grid:
                 prepare=corpus["prepare"].replace("DATA_ROOT", str(args.data_root)) if corpus and not args.data else None,
                 length_buckets=parse_edges(args.length_buckets) if args.length_buckets else
                 list((corpus or {}).get("length_buckets", [])))
+    if not args.data and not args.table_only and not Path(data).is_dir():  # named as given, links unresolved
+        raise CompareError(f"--data-root {args.data_root}: no {corpus['data']}/data-bin there (the corpus's "
+                           f"data-bin); prepare it with: {grid.prepare}")
     if recipe_file is not None:  # what trains is the copy beside the results (the file may change later)
         copy = grid.root / "recipe" / "benchmark" / f"{recipe}.yaml"
         text = recipe_file.read_text(encoding="utf-8")
-        if copy.is_file() and copy.read_text(encoding="utf-8") != text:
+        started = any(path.is_dir() for path in grid.root.glob("*/*/seed*"))  # else a dry run's copy: replaced
+        if started and copy.is_file() and copy.read_text(encoding="utf-8") != text:
             raise CompareError(f"--recipe {recipe_file} differs from the recipe the runs in {grid.root} trained with "
                                f"({copy}); use another --label or --work for a new recipe")
         copy.parent.mkdir(parents=True, exist_ok=True)
@@ -1623,10 +1637,24 @@ def grid_from_args(args: argparse.Namespace) -> Grid:
     return grid
 
 
-def cluster_plans(grid: Grid) -> List[Any]:
-    """The grid's runs as reproduce's row plans, for the Slurm submission of :mod:`.cluster_tables`."""
+def check_cluster_options(args: argparse.Namespace) -> None:
+    """``--slurm``/``--local-executor`` options, checked before anything is written: a time limit, and GPUs for a
+    Slurm job (``--gpus N``, each run's GPUs on one node: the comparison's name for reproduce.sh's
+    ``--gpus-per-node``)."""
+    from .cluster import options_from_args
+
+    try:
+        options_from_args(args, args.gpus, args.nodes)
+    except LaunchError as err:
+        raise CompareError(str(err)) from None
+    if args.slurm and not args.gpus:
+        raise CompareError("--slurm trains on GPUs: give --gpus N (each run's GPUs, on one node)")
+
+
+def cluster_plans(grid: Grid, specs: Optional[Sequence[RunSpec]] = None) -> List[Any]:
+    """The grid's runs (or ``specs``) as reproduce's row plans, for the Slurm submission of :mod:`.cluster_tables`."""
     plans = []
-    for spec in grid.runs():
+    for spec in grid.runs() if specs is None else specs:
         run_dir = grid.run_dir(spec)
         row = Row(paper=grid.label, table="", id=f"{spec.norm}.{spec.arch}.seed{spec.seed}", label=spec.arch,
                   split="test", setting=grid.recipe, arch=spec.arch)
@@ -1644,11 +1672,24 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         require_checkout()
     except CheckoutError as err:
         parser.error(str(err))
+    if args.gpu_hours:
+        parser.error("--gpu-hours estimates the papers' tables (reproduce.sh --gpu-hours): a comparison's runs stop "
+                     "when their validation loss does, so their cost is not known before they train")
+    cluster = args.slurm or args.local_executor
+    published: Set[RunSpec] = set()  # for a dry run: the runs a real call would restore from --publish
     try:
+        if cluster:
+            check_cluster_options(args)
         grid = grid_from_args(args)
         if args.publish and not args.dry_run:  # also for --table-only: the table of a fresh checkout
             for spec in restore_published(grid, args.publish):
                 print(f"{spec.name}: finished earlier (restored from {args.publish}), not retrained")
+        elif args.publish:  # what the real call would restore, or refuse (another setup), said now
+            source = Path(args.publish) / grid.label
+            check_setup(grid, label_record(grid), source / "grid.json", f"--publish {source}")
+            published = {spec for spec, _ in published_runs_missing(grid, args.publish)}
+        if args.table_only and not published and not any(grid.root.glob(f"*/*/seed*/{EVAL_DIR}/{SCORES}")):
+            raise CompareError(f"--table-only: no finished run in {grid.root} to write a table of")
         # first: another setup in this label is the likelier mistake. --table-only too: its table would describe
         # the recipe and decoding flags of this call, not those its runs trained and decoded with
         claim_label(grid, write=False)
@@ -1671,9 +1712,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             print(f"fairseq-localness-compare: error: {err}", file=sys.stderr)
             return 2
     specs = grid.runs()
-    if args.dry_run:
+    restored = f"published in {args.publish}: a real call restores it, not retrained"
+    if args.dry_run and (not cluster or args.table_only):  # a cluster dry run prints the sbatch files (below)
         for index, spec in enumerate(specs, 1):
-            state = "finished" if grid.finished(spec) else "to run"
+            state = "finished" if grid.finished(spec) else restored if spec in published else "to run"
             print(f"[{index}/{len(specs)}] {spec.name}: {state}")
             print("  train:    bash scripts/train.sh " + shlex.join(train_argv(grid, spec)))
             print("  evaluate: bash scripts/evaluate.sh " + shlex.join(evaluate_argv(grid, spec)))
@@ -1683,7 +1725,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         args.paper, args.table = grid.label, ""
         from .cluster_tables import cluster_table
 
-        status = cluster_table(args, grid.work, cluster_plans(grid), failures)
+        for spec in [s for s in specs if s in published]:  # a dry run's: the real call has restored them
+            print(f"{spec.name}: {restored}")
+        status = cluster_table(args, grid.work, cluster_plans(grid, [s for s in specs if s not in published]),
+                               failures)
+        if args.dry_run:
+            return 0
         if status is None:
             failures = run_grid(grid, args.jobs, after_each=lambda: write_table(grid, args, command, quiet=True))
     try:

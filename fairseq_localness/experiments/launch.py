@@ -92,8 +92,11 @@ def max_tokens_override(overrides: Sequence[str]) -> Optional[int]:
 
 #: Launch.check_config's outcome per (benchmark, arch, overrides, recipe dir, GPUs?): None or the error
 _config_checks: Dict[tuple, Optional[str]] = {}
-#: what check_data needs of a composed config that passed: (shares all embeddings, source lang, target lang)
-_config_facts: Dict[tuple, Tuple[bool, Optional[str], Optional[str]]] = {}
+#: what check_data needs of a composed config that passed: (shares all embeddings, source lang, target lang, a
+#: task of one dictionary per language)
+_config_facts: Dict[tuple, Tuple[bool, Optional[str], Optional[str], bool]] = {}
+#: fairseq tasks that read DATA/dict.SRC.txt and DATA/dict.TGT.txt (a multilingual task reads one fixed dictionary)
+DICTIONARY_PER_LANGUAGE_TASKS = ("translation", "translation_lev")
 
 
 def _truthy(value) -> bool:
@@ -234,8 +237,9 @@ class Launch:
         if cfg.get("task") is None:  # a recipe file without a /data/ default or a task: block
             raise LaunchError(f"recipe {self.benchmark} sets no task: give it a task: block (_name: translation and "
                               "its options) or a /data/ file in its defaults list (docs/compare.md, your own corpus)")
-        _config_facts[self._config_key()] = (_truthy(cfg.model.get("share_all_embeddings")),
-                                             cfg.task.get("source_lang"), cfg.task.get("target_lang"))
+        languages = (cfg.task.get("source_lang"), cfg.task.get("target_lang"))
+        _config_facts[self._config_key()] = (_truthy(cfg.model.get("share_all_embeddings")), *languages,
+                                             cfg.task.get("_name") in DICTIONARY_PER_LANGUAGE_TASKS)
         if not self.gpus:
             for name, (flag, what) in FP16_SETTINGS.items():
                 if _truthy(cfg.common.get(name.split(".", 1)[1])):
@@ -325,7 +329,9 @@ class Launch:
             raise LaunchError(f"{flag} {data}: no training split there (train*.idx): binarize the corpus with "
                               "fairseq-preprocess --trainpref (data-prep/, docs/data.md)")
         self.check_config()
-        shared, source, target = _config_facts[self._config_key()]
+        shared, source, target, dictionary_per_language = _config_facts[self._config_key()]
+        if dictionary_per_language:
+            check_language_pair(Path(data), flag, source, target)
         if shared:
             check_joined_dictionary(Path(data), flag, source, target)
 
@@ -465,6 +471,19 @@ class Launch:
             ] + ([f"hydra.run.dir={os.path.abspath(self.save_path)}/rank{rank}"] if rank else [])
             for rank in range(self.cpu_procs)
         ]
+
+
+def check_language_pair(data_bin: Path, flag: str, source: Optional[str], target: Optional[str]) -> None:
+    """The config's languages (task.source_lang/target_lang) have their dictionaries in the data-bin: else the
+    translation task stops when the run starts (a recipe written for another corpus, a copied snippet)."""
+    if not (source and target):
+        return
+    missing = [f"dict.{lang}.txt" for lang in (source, target) if not (data_bin / f"dict.{lang}.txt").is_file()]
+    if missing:
+        have = sorted(p.name for p in data_bin.glob("dict.*.txt"))
+        raise LaunchError(f"{flag} {data_bin}: no {' or '.join(missing)} for the recipe's languages {source}->{target} "
+                          f"(task.source_lang/target_lang); it has {', '.join(have) or 'no dict.*.txt'}: set the "
+                          "recipe's task languages to the data-bin's, or give the data-bin of that pair")
 
 
 def check_joined_dictionary(data_bin: Path, flag: str, source: Optional[str], target: Optional[str]) -> None:

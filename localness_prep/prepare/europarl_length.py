@@ -20,7 +20,7 @@ Prepares a train-short / test-long split of Europarl v7 German-English (free for
 for $SRC->$TGT into DIR/data-bin. --raw-dir (required, no download) holds europarl_head20k.{de,en}
 (the first 20,000 pairs of the WMT14 de-en training data), e.g. ../shared/data/wmt14_ende/raw_sample_simt.
   --max-len N  longest training source sentence in words [$MAX_LEN]; test sentences go up to several
-               times longer (prep/length_split.py: deterministic, pairs ranked by SHA-1)
+               times longer (localness_prep/length_split.py: deterministic, pairs ranked by SHA-1)
   raw/test.en is the reference of sacreBLEU and chrF.
 
 """
