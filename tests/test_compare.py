@@ -518,9 +518,12 @@ def test_your_own_corpus_is_checked_before_training(tiny_data_bin, tmp_path):
             "--eval-args give no --detok-ref: the table scores tokenized BLEU only") in proc.stdout
     train = next(line for line in proc.stdout.splitlines() if line.strip().startswith("train:"))
     argv = shlex.split(train.split("train:", 1)[1])
-    assert argv[:4] == ["bash", "scripts/train.sh", "mine", "transformer"]
-    assert argv[4:6] == ["--recipe-dir", str(tmp_path / "w4" / "mine" / "recipe")]
-    by_hand = run(argv + ["--dry-run"], cwd=REPO)
+    # the grid's environment (one thread a run on the CPU), then the script by its absolute path
+    assert argv[0] == "env" and "OMP_NUM_THREADS=1" in argv and "MKL_NUM_THREADS=1" in argv
+    script = argv.index("bash")
+    assert argv[script:script + 4] == ["bash", str(REPO / "scripts" / "train.sh"), "mine", "transformer"]
+    assert argv[script + 4:script + 6] == ["--recipe-dir", str(tmp_path / "w4" / "mine" / "recipe")]
+    by_hand = run(argv + ["--dry-run"], cwd=tmp_path)  # as printed, from another directory
     assert "fairseq-hydra-train" in by_hand.stdout and "benchmark=mine" in by_hand.stdout
     # with --detok-ref the note goes
     raw_ref = tmp_path / "test.tgt"

@@ -53,7 +53,7 @@ from . import run_analyses
 from .launch import (LaunchError, Launch, arch_configs, benchmark_values, benchmarks, max_tokens_override, model_keys,
                      precision_overrides, tokens_per_update)
 from .plans import RowPlan
-from .processes import allocator_line, cpu_training_env, stream
+from .processes import CPU_ALLOCATOR_ENV, allocator_line, cpu_training_env, stream
 from .rundir import read_config_record, restore_cut_short_checkpoint, training_lock
 from .runlog import VALID_LINE, placement, resume_deviations, stats, validation_points
 from .tables import Row
@@ -1714,11 +1714,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     specs = grid.runs()
     restored = f"published in {args.publish}: a real call restores it, not retrained"
     if args.dry_run and (not cluster or args.table_only):  # a cluster dry run prints the sbatch files (below)
+        # as the grid runs them, from any directory: its environment (one thread a run on the CPU) and the scripts
+        env = run_env(grid)
+        settings = [] if grid.gpus else [f"{name}={env[name]}" for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                                                                             *CPU_ALLOCATOR_ENV) if name in env]
+        prefix = shlex.join(["env", *settings]) + " " if settings else ""
         for index, spec in enumerate(specs, 1):
             state = "finished" if grid.finished(spec) else restored if spec in published else "to run"
             print(f"[{index}/{len(specs)}] {spec.name}: {state}")
-            print("  train:    bash scripts/train.sh " + shlex.join(train_argv(grid, spec)))
-            print("  evaluate: bash scripts/evaluate.sh " + shlex.join(evaluate_argv(grid, spec)))
+            print(f"  train:    {prefix}bash {SCRIPTS_DIR / 'train.sh'} " + shlex.join(train_argv(grid, spec)))
+            print(f"  evaluate: {prefix}bash {SCRIPTS_DIR / 'evaluate.sh'} " + shlex.join(evaluate_argv(grid, spec)))
         return 0
     failures: Dict[str, str] = {}
     if not args.table_only:
