@@ -78,6 +78,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
             except LocalityConfigError as err:  # a locality option's bad value: --extra's where it names its flag
                 named = set(re.findall(r"--[A-Za-z0-9][\w-]*", str(err)))
                 parser.error(f"{'--extra' if named & given else '--archs ' + arch}: {err}")
+            except ValueError as err:  # the architecture's own checks, as it is built
+                parser.error(f"--archs {arch}: {err}")
             print(f"{arch + suffix:45s} {show(params)} {show(base)} {show(params - base, signed=True)}")
 
 
