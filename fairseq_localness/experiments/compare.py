@@ -1222,19 +1222,24 @@ def publish(grid: Grid, directory: Path) -> Path:
     return target
 
 
-def published_runs_missing(grid: Grid, directory: Path) -> List[Tuple[RunSpec, Path]]:
-    """The runs published in DIRECTORY/LABEL that WORK/LABEL has not finished, with their published folders: what
-    :func:`restore_published` copies back (and a dry run names)."""
-    missing: List[Tuple[RunSpec, Path]] = []
-    for scores in sorted((Path(directory) / grid.label).glob(f"*/*/seed*/{EVAL_DIR}/{SCORES}")):
+def scored_runs(root: Path) -> List[Tuple[RunSpec, Path]]:
+    """Every run under ROOT (a WORK/LABEL, or its published copy) that has its scores, with its directory."""
+    runs = []
+    for scores in sorted(Path(root).glob(f"*/*/seed*/{EVAL_DIR}/{SCORES}")):
         run_dir = scores.parent.parent
         norm, arch, seed = run_dir.parent.parent.name, run_dir.parent.name, run_dir.name[len("seed"):]
-        if norm not in NORMS or not seed.isdigit():
-            continue
-        spec = RunSpec(arch, norm, int(seed))
-        if not grid.finished(spec):
-            missing.append((spec, run_dir))
-    return missing
+        if norm in NORMS and seed.isdigit():
+            runs.append((RunSpec(arch, norm, int(seed)), run_dir))
+    return runs
+
+
+def published_runs_missing(grid: Grid, directory: Path) -> List[Tuple[RunSpec, Path]]:
+    """The runs published in DIRECTORY/LABEL that WORK/LABEL has not finished, with their published folders: what
+    :func:`restore_published` copies back (and a dry run names). A published setup other than the grid's is
+    refused (:func:`check_setup`), before anything is copied."""
+    source_root = Path(directory) / grid.label
+    check_setup(grid, label_record(grid), source_root / "grid.json", f"--publish {source_root}")
+    return [(spec, run_dir) for spec, run_dir in scored_runs(source_root) if not grid.finished(spec)]
 
 
 def restore_published(grid: Grid, directory: Path) -> List[RunSpec]:
@@ -1246,9 +1251,8 @@ def restore_published(grid: Grid, directory: Path) -> List[RunSpec]:
     from ..evaluation.evaluate import read_prep_info
 
     source_root = Path(directory) / grid.label
-    check_setup(grid, label_record(grid), source_root / "grid.json", f"--publish {source_root}")
-    tok_ref = read_prep_info(str(grid.data_bin)).get("tok_ref") if grid.data_bin.is_dir() else None
     missing = published_runs_missing(grid, directory)
+    tok_ref = read_prep_info(str(grid.data_bin)).get("tok_ref") if grid.data_bin.is_dir() else None
     # before anything is copied: a run restored without its reference would count as finished and break the table
     if missing and not (tok_ref and Path(tok_ref).is_file()):
         raise CompareError(f"{missing[0][1]}: published runs keep no copy of the test reference, and --data "
@@ -1422,12 +1426,7 @@ def finished_specs(grid: Grid) -> List[RunSpec]:
     :func:`claim_label`): ``--archs norm --norm post`` adds a column to the same table. Ordered by norm placement,
     then the baseline and the architectures in the order the label's commands listed them (the first command's
     order stays the table's when a later one adds a few), then the rest by name."""
-    specs = []
-    for scores in sorted(grid.root.glob(f"*/*/seed*/{EVAL_DIR}/{SCORES}")):
-        run_dir = scores.parent.parent
-        norm, arch, seed = run_dir.parent.parent.name, run_dir.parent.name, run_dir.name[len("seed"):]
-        if norm in NORMS and seed.isdigit():
-            specs.append(RunSpec(arch, norm, int(seed)))
+    specs = [spec for spec, _ in scored_runs(grid.root)]
     listed = [run[0] for entry in read_commands(grid.root / COMMANDS) for run in entry["runs"]]
     order = {a: i for i, a in enumerate(dict.fromkeys([grid.baseline] + listed + grid.archs))}
     return sorted(specs, key=lambda s: (NORMS.index(s.norm), order.get(s.arch, len(order)), s.arch, s.seed))
@@ -1685,10 +1684,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             for spec in restore_published(grid, args.publish):
                 print(f"{spec.name}: finished earlier (restored from {args.publish}), not retrained")
         elif args.publish:  # what the real call would restore, or refuse (another setup), said now
-            source = Path(args.publish) / grid.label
-            check_setup(grid, label_record(grid), source / "grid.json", f"--publish {source}")
             published = {spec for spec, _ in published_runs_missing(grid, args.publish)}
-        if args.table_only and not published and not any(grid.root.glob(f"*/*/seed*/{EVAL_DIR}/{SCORES}")):
+        if args.table_only and not published and not scored_runs(grid.root):
             raise CompareError(f"--table-only: no finished run in {grid.root} to write a table of")
         # first: another setup in this label is the likelier mistake. --table-only too: its table would describe
         # the recipe and decoding flags of this call, not those its runs trained and decoded with
