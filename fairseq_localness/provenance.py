@@ -120,15 +120,20 @@ def _file_above(path: "str | os.PathLike", flag: str) -> "str | None":
 def write_atomically(path: "str | os.PathLike", data: "str | bytes", errors: str = "strict") -> None:
     """``data`` (text as UTF-8, or bytes) to ``path`` whole or not at all: written beside it, then renamed over it.
     An interruption leaves the earlier file (or none), never half of one that a resume or a docs table would
-    trust."""
+    trust. The data reach the disk before the rename (fsync): after a crash of the machine, a file system that
+    orders neither may otherwise show the new name with no data in it."""
     partial = f"{os.fspath(path)}.partial"
     try:
         if isinstance(data, bytes):
             with open(partial, "wb") as f:
                 f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
         else:
             with open(partial, "w", encoding="utf-8", errors=errors) as f:
                 f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
         os.replace(partial, path)
     except BaseException:  # a full disk, an interrupt: the old file stays, and no half of the new one beside it
         if os.path.exists(partial):

@@ -5,6 +5,7 @@ recipe file of its own, checks the table's columns, the resume after an interrup
 directories it made. The significance and the statistics are checked against values computed by hand.
 """
 
+import ast
 import csv
 import hashlib
 import json
@@ -714,6 +715,58 @@ def test_a_resume_that_restarted_the_patience_count_is_found(tmp_path):
     assert resume_deviations(hydra_log(tmp_path / "stop.log", other, 2, [(5.0, 1), (5.1, 1), (5.0, 1)], 3)) == []
 
 
+def test_a_resume_with_another_configuration_is_found(tmp_path):
+    """Every start logs its configuration: a resume with --fp16 added or another dropout is named; one whose
+    checkout or data-bin moved (paths only) is the same training."""
+    from fairseq_localness.experiments.runlog import resume_deviations
+
+    other = {"_name": "inverse_sqrt", "warmup_updates": 0}
+    log = hydra_log(tmp_path / "hydra_train.log", other, 0, [(5.0, 1), (4.0, 1), (3.0, 1)], 2)
+    first = log.read_text().splitlines()[0]
+    head, config = first.split(" - ", 1)
+    config = ast.literal_eval(config)
+    config.update(common={"fp16": False, "user_dir": "/a/fairseq_localness"}, model={"dropout": 0.3})
+
+    def with_restart(common, model):
+        restart = dict(config, common=dict(config["common"], **common), model=dict(config["model"], **model))
+        lines = log.read_text().splitlines()
+        at = next(i for i, line in enumerate(lines) if "Loaded checkpoint" in line)
+        path = tmp_path / "restarted.log"
+        path.write_text("\n".join([f"{head} - {config!r}", *lines[1:at], f"{head} - {restart!r}", *lines[at:]]) + "\n")
+        return resume_deviations(path)
+
+    assert with_restart({}, {}) == []
+    assert with_restart({"user_dir": "/elsewhere/fairseq_localness"}, {}) == []
+    assert with_restart({"fp16": True}, {"dropout": 0.1}) == [
+        "start 2 resumed with another configuration: common.fp16 False -> True; model.dropout 0.3 -> 0.1"]
+
+
+def test_gpus_and_half_precision_are_part_of_a_labels_setup(tmp_path):
+    """Speeds are set against the baseline's and scores trained in one precision: a label trained on the CPU is
+    not continued on GPUs or in fp16. A CPU label's record has neither key, as it had before they were added."""
+    def grid(**device):
+        return compare.Grid(label="lbl", recipe="compare_multi30k_de_en", data_bin=tmp_path / "bin",
+                            archs=["transformer"], seeds=[1], norms=["pre"], baseline="transformer",
+                            work=tmp_path / "work", **device)
+
+    cpu = compare.label_record(grid())
+    assert "gpus" not in cpu and "fp16" not in cpu
+    assert {key: value for key, value in compare.label_record(grid(gpus=1, fp16=True)).items()
+            if key in ("gpus", "fp16")} == {"gpus": 1, "fp16": True}
+    assert compare.setup_differences(cpu, compare.label_record(grid(gpus=1))) == ["gpus: (none) -> 1"]
+
+
+def test_a_scores_file_cut_short_is_named_not_a_traceback(tmp_path):
+    grid = compare.Grid(label="lbl", recipe="compare_multi30k_de_en", data_bin=tmp_path / "bin",
+                        archs=["transformer"], seeds=[1], norms=["pre"], baseline="transformer", work=tmp_path)
+    spec = compare.RunSpec("transformer", "pre", 1)
+    grid.scores_path(spec).parent.mkdir(parents=True)
+    grid.scores_path(spec).write_text('{"sacrebleu": {"sco')
+    with pytest.raises(compare.CompareError, match=r"scores\.json is not the JSON the comparison writes .*Move it "
+                                                    r"away \(its run is decoded again\)"):
+        compare.collect_run(grid, spec)
+
+
 def test_the_comparison_names_a_finished_run_resumed_off_its_recipe(tmp_path):
     """Of two finished runs, the one whose log shows the lost halving of the test above is named, with its
     departure; the exact one is not."""
@@ -1170,6 +1223,150 @@ def test_the_comparison_waits_for_a_run_another_process_trains(tiny_grid):
     assert lock.read_text() == ""  # released
 
 
+def test_a_run_another_process_finished_since_the_list_was_made_is_not_decoded_again(tiny_grid):
+    """A second process lists its runs to do when it starts; one the first process finishes before this one
+    reaches it is counted under its free lock, not decoded again (that would rewrite the outputs of a run that
+    already counts as finished, and a kill then would leave them half written)."""
+    _, argv, _ = tiny_grid
+    grid = compare.grid_from_args(compare.build_parser().parse_args(argv))
+    spec = compare.RunSpec("transformer", "pre", 2)
+    run_dir = grid.run_dir(spec)
+    before = {k: v for k, v in tree_digest(run_dir).items() if k != "checkpoints/.training.lock"}
+    said = []
+
+    class Listening(compare.Progress):
+        def say(self, text):
+            said.append(text)
+
+    assert compare.run_one(grid, spec, 2, Listening(4, 3, 1)) is None
+    assert said == ["[2/4] transformer (pre-norm, seed 2): finished by another process, not retrained; no run left"]
+    assert {k: v for k, v in tree_digest(run_dir).items() if k != "checkpoints/.training.lock"} == before
+
+
+def test_a_checkpoint_saved_when_early_stopping_ended_the_run_is_a_finished_training(tiny_grid, tmp_path):
+    """fairseq saves the checkpoint of the epoch whose validation ends the patience, then exits; resumed from it,
+    it would train one more epoch (its loop asks should_stop_early only after an epoch). The plugin's count in that
+    checkpoint says the training is over: train.sh and the comparison start no fairseq on it. With a larger
+    patience the same checkpoint is a training to continue."""
+    import shutil
+
+    import torch
+
+    from fairseq_localness.compat import RESUME_STATE
+    from fairseq_localness.experiments.rundir import finished, read_run_state
+
+    root, _, _ = tiny_grid
+    save_dir = tmp_path / "checkpoints"
+    shutil.copytree(root / "work" / "tiny" / "pre" / "transformer" / "seed1" / "checkpoints", save_dir,
+                    ignore=shutil.ignore_patterns(".training.lock"))
+    state = torch.load(save_dir / "checkpoint_last.pt", map_location="cpu", weights_only=False)
+    state["extra_state"][RESUME_STATE]["early_stopping"] = {"best": 7.5, "num_runs": 3}
+    torch.save(state, save_dir / "checkpoint_last.pt")
+    run_state = read_run_state(save_dir)
+    assert run_state.epochs_without_improvement == 3
+    assert finished(run_state, 0, 3) == ("stopped early: its last checkpoint was saved after 3 validations without "
+                                         "a better loss (checkpoint.patience=3)")
+    assert finished(run_state, 0, 4) is None and finished(run_state, 0, None) is None
+    launch = Launch("sample_zh_en_tiny", "transformer", data=str(root.parent / "unused"), save_dir=str(save_dir),
+                    overrides=["optimization.max_update=0", "checkpoint.patience=3"])
+    assert launch.requested_patience() == 3
+    launch.check_save_dir()
+    assert launch.already_trained and launch.trained_because.startswith("stopped early")
+    more = Launch("sample_zh_en_tiny", "transformer", save_dir=str(save_dir),
+                  overrides=["optimization.max_update=0", "checkpoint.patience=5"])
+    more.check_save_dir()
+    assert not more.already_trained
+
+
+def _label_copy(tiny_grid, tmp_path):
+    """The tiny grid's work and published folders, copied: tests that change them leave the module's alone."""
+    import shutil
+
+    root, argv, _ = tiny_grid
+    shutil.copytree(root / "work", tmp_path / "work", ignore=shutil.ignore_patterns("*.lock"))
+    shutil.copytree(root / "published", tmp_path / "published")
+    argv = list(argv)
+    argv[argv.index("--work") + 1] = str(tmp_path / "work")
+    argv[argv.index("--publish") + 1] = str(tmp_path / "published")
+    # a prepared corpus names the test reference its runs scored against, which a restore copies back
+    data_bin = tmp_path / "data-bin"
+    shutil.copytree(argv[argv.index("--data") + 1], data_bin)
+    shutil.copyfile(root / "work" / "tiny" / "pre" / "transformer" / "seed1" / "eval-test" / "ref.tok.txt",
+                    tmp_path / "test.tok.tgt")
+    (data_bin / "prep-info.json").write_text(json.dumps({"tok_ref": "../test.tok.tgt"}))
+    argv[argv.index("--data") + 1] = str(data_bin)
+    return argv, compare.grid_from_args(compare.build_parser().parse_args(argv))
+
+
+def test_a_publish_folder_of_another_setup_restores_nothing_into_the_label(tiny_grid, tmp_path):
+    """The label's own setup is checked before anything is restored into it: a call whose flags match a publish
+    folder of another setup is refused, and the label's runs stay as they were."""
+    import shutil
+
+    argv, grid = _label_copy(tiny_grid, tmp_path)
+    spec = compare.RunSpec("transformer", "pre", 2)
+    shutil.rmtree(grid.run_dir(spec))  # a run the publish folder has and the label lacks
+    record = tmp_path / "published" / "tiny" / "grid.json"
+    other = json.loads(record.read_text())
+    other["evaluate_flags"] = ["--beam", "3", "--max-len-b", "20"]
+    record.write_text(json.dumps(other))
+    argv[argv.index("--eval-args") + 1] = "--beam 3 --max-len-b 20"
+    before = tree_digest(tmp_path / "work")
+    proc = run(COMPARE + argv, check=False)
+    assert proc.returncode == 2 and f"--work {grid.root} holds runs of another setup" in proc.stderr, proc.stderr
+    assert "restored from" not in proc.stdout and tree_digest(tmp_path / "work") == before
+
+
+def test_a_published_run_is_not_restored_over_a_training_of_its_own(tiny_grid, tmp_path):
+    """A published run that the label has begun itself (its checkpoints, its log) is not restored over it: the
+    published files would sit beside another training's checkpoints, and the analyses would read those. The call
+    says so and resumes its own; nothing of it changes. A run another process is training is left to it."""
+    argv, grid = _label_copy(tiny_grid, tmp_path)
+    own = compare.RunSpec("transformer", "pre", 2)
+    for name in ("eval-test", "trained", "result.json", "analyses"):  # trained once, not yet decoded
+        path = grid.run_dir(own) / name
+        if path.is_dir():
+            import shutil
+
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+    busy = compare.RunSpec("transformer_gaussian_local", "pre", 1)
+    (grid.run_dir(busy) / compare.EVAL_DIR / "scores.json").unlink()
+    def digest():  # the training lock's file aside: taking the lock writes it
+        return {k: v for k, v in tree_digest(grid.run_dir(own)).items() if k != "checkpoints/.training.lock"}
+
+    kept = digest()
+    holder = hold_lock(grid.run_dir(busy) / "checkpoints")
+    try:
+        restored = compare.restore_published(grid, tmp_path / "published")
+    finally:
+        holder.kill()
+    assert restored == []
+    assert digest() == kept and not grid.finished(own) and not grid.finished(busy)
+    assert compare.own_work(grid.run_dir(own)) == "a training (checkpoint_1_2.pt, checkpoint_1_4.pt, checkpoint_best.pt, ...)"
+    # the dry run says the same: the run with a training of its own is to run here, not restored
+    dry = run(COMPARE + argv + ["--dry-run"])
+    assert "transformer (pre-norm, seed 2): to run" in dry.stdout
+
+
+def test_a_folder_that_is_no_published_comparison_is_not_written_into(tiny_grid, tmp_path):
+    """--publish writes table.md, runs.csv and the rest under fixed names: a label folder that holds files but no
+    grid.json (a user's own) is refused before anything trains, and its files stay as they were."""
+    argv, grid = _label_copy(tiny_grid, tmp_path)
+    mine = tmp_path / "mine"
+    (mine / "tiny").mkdir(parents=True)
+    (mine / "tiny" / "table.md").write_text("my own notes\n")
+    argv[argv.index("--publish") + 1] = str(mine)
+    for extra in ([], ["--dry-run"], ["--table-only"]):
+        proc = run(COMPARE + argv + extra, check=False)
+        assert proc.returncode == 2 and f"{mine / 'tiny'} holds files and is no published comparison" in proc.stderr
+    with pytest.raises(compare.CompareError, match="is no published comparison"):
+        compare.publish(grid, mine)
+    assert [p.name for p in (mine / "tiny").iterdir()] == ["table.md"]
+    assert (mine / "tiny" / "table.md").read_text() == "my own notes\n"
+
+
 def test_reading_a_run_dir_keeps_the_checkpoint_allow_list(tiny_grid):
     """The guard reads checkpoints in the trainer's own process: afterwards every checkpoint still loads with
     weights_only (torch's safe_globals context would remove the plugin's allow-listed classes on exit)."""
@@ -1253,6 +1450,13 @@ def test_published_runs_are_restored_not_retrained(tiny_grid, tmp_path):
     started = [spec for spec in specs if grid.run_dir(spec).exists()]
     assert len(started) == 1 and (grid.run_dir(started[0]) / "result.json").is_file()  # the rest of it was copied
     assert not any(grid.finished(spec) for spec in specs)
+    # marked: no training starts on the half-copied run (its "trained" is the published run's), the call says how
+    # to complete it, and the next restore does not take the copied files for a training of its own
+    assert compare.own_work(grid.run_dir(started[0])) is None
+    error = compare.train_and_evaluate(grid, started[0], "[1/4]", compare.Progress(4, 0, 1), -1)
+    assert error == (f"its restore from {root / 'published' / 'tiny' / 'pre' / started[0].arch / 'seed1'} was cut "
+                     f"short: run again with --publish {root / 'published'} to complete it, or move "
+                     f"{grid.run_dir(started[0])} away to train it here")
     assert set(compare.restore_published(grid, root / "published")) == set(specs)
     assert all(grid.finished(spec) for spec in specs)
     assert compare.RUN_FILES[-1] == "eval-test/scores.json"

@@ -156,6 +156,27 @@ def test_one_output_bootstrap_is_sacrebleus_paired_test(refs: list[str], lowerca
     assert 0.01 < ours.p_value < 0.9
 
 
+def test_the_bootstrap_p_is_one_sided_in_the_observed_direction() -> None:
+    """What the docs say of the marks' false-alarm rate. With no real difference, the observed difference is a
+    draw around zero and the resampled ones spread around it with the same sd (here normal, sd 1, as a bootstrap
+    of a long test set is). sacreBLEU's p then falls below 0.05 for about one system in nine and below 0.01 for
+    about one in fifty, as a one-sided test in the observed direction would: twice the two-sided rates. Far from
+    zero it is that one-sided tail: an observed +2 (2 sd) gives P(Z > 2) = 0.023, not the two-sided 0.046."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    trials, samples = 4000, 1000
+    observed = rng.normal(size=trials)
+    p = np.array([scoring.bootstrap_p(rng.normal(o, 1.0, samples), o) for o in observed]).round(3)
+    below_05, below_01 = float(np.mean(p < 0.05)), float(np.mean(p < 0.01))
+    assert 0.09 < below_05 < 0.13 and 0.012 < below_01 < 0.03, (below_05, below_01)
+    two_sd = scoring.bootstrap_p(rng.normal(2.0, 1.0, 200_000), 2.0)  # observed +2, resamples around it, sd 1
+    assert two_sd == pytest.approx(0.0228, abs=0.002)
+    # the sign of the observed difference does not matter, only its size against the spread
+    spread = rng.normal(0.0, 1.0, samples)
+    assert scoring.bootstrap_p(3.0 + spread, 3.0) == scoring.bootstrap_p(-3.0 - spread, -3.0)
+
+
 # --- a tiny trained model: averaging and evaluate.sh -----------------------------------------
 
 def _venv_env() -> dict[str, str]:

@@ -54,7 +54,7 @@ from .launch import (LaunchError, Launch, arch_configs, benchmark_values, benchm
                      precision_overrides, tokens_per_update)
 from .plans import RowPlan
 from .processes import CPU_ALLOCATOR_ENV, allocator_line, cpu_training_env, stream
-from .rundir import read_config_record, restore_cut_short_checkpoint, training_lock
+from .rundir import RunDirBusy, read_config_record, restore_cut_short_checkpoint, training_lock
 from .runlog import VALID_LINE, placement, resume_deviations, stats, validation_points
 from .tables import Row
 
@@ -347,6 +347,18 @@ def _duration(seconds: float) -> str:
     return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
 
 
+def read_json(path: Path) -> Any:
+    """A JSON file the comparison wrote (scores.json, grid.json); one that does not parse (cut short by a crash of
+    the machine, or edited) is named, with what to do, instead of ending the grid with a traceback."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as err:
+        undo = ("its run is decoded again" if Path(path).name == SCORES else "the next call writes it again"
+                if Path(path).name == "grid.json" else "")
+        raise CompareError(f"{path} is not the JSON the comparison writes ({err}): cut short or edited. Move it "
+                           f"away{f' ({undo})' if undo else ''} and run the command again") from None
+
+
 def update_rate(first: Tuple[int, float], updates: int, now: float) -> Optional[float]:
     """Updates per second since ``first``, the (updates, time) of the run's first log line in this process; None
     at that line itself (a resumed run's first line can fall on a reporting step: it has no rate yet)."""
@@ -365,7 +377,7 @@ def run_env(grid: Grid) -> Dict[str, str]:
 def run_one(grid: Grid, spec: RunSpec, index: int, progress: Progress) -> Optional[str]:
     """Train (or resume) and evaluate one run, holding its directory's training lock; the failure text, or None.
     Another process that holds the lock (a second comparison of this label, train.sh) is waited for; a run it
-    finished meanwhile is counted, not trained again."""
+    finished meanwhile (or since this process listed its runs to do) is counted, not trained again."""
     tag = f"[{index}/{progress.total}] {spec.name}"
     waited: List[str] = []
 
@@ -374,9 +386,12 @@ def run_one(grid: Grid, spec: RunSpec, index: int, progress: Progress) -> Option
         progress.say(f"{tag}: another process is training it ({holder}); waiting for it")
 
     with training_lock(grid.run_dir(spec) / "checkpoints", wait) as lock:
-        if waited and grid.finished(spec):
+        # also without a wait: another process may have finished it after this one listed its runs to do, and
+        # decoding it again would rewrite the outputs of a run that already counts as finished
+        if grid.finished(spec):
             progress.finished(0, whole=False)
-            progress.say(f"{tag}: finished by the other process, not retrained; {progress.eta()}")
+            progress.say(f"{tag}: finished by {'the other' if waited else 'another'} process, not retrained; "
+                         f"{progress.eta()}")
             return None
         return train_and_evaluate(grid, spec, tag, progress, lock)
 
@@ -388,6 +403,10 @@ def train_and_evaluate(grid: Grid, spec: RunSpec, tag: str, progress: Progress, 
     run_dir = grid.run_dir(spec)
     trained = run_dir / "trained"
     whole = False  # trained here from its first update: its time is a whole run's, for the ETA
+    if (run_dir / RESTORING).is_file():  # its files are a published run's, in part: neither trained nor finished
+        source = (run_dir / RESTORING).read_text(encoding="utf-8").strip()
+        return (f"its restore from {source} was cut short: run again with --publish {Path(source).parents[3]} to "
+                f"complete it, or move {run_dir} away to train it here")
     if not trained.exists():
         try:
             launch = launch_of(grid, spec)
@@ -400,7 +419,7 @@ def train_and_evaluate(grid: Grid, spec: RunSpec, tag: str, progress: Progress, 
             progress.say(f"{tag}: {restored}")
         resumed = (run_dir / "checkpoints" / "checkpoint_last.pt").exists()
         whole = not resumed and not launch.already_trained
-        progress.say(f"{tag}: " + ("its checkpoint is at the recipe's max_update: trained" if launch.already_trained
+        progress.say(f"{tag}: " + (f"its checkpoint is trained ({launch.trained_because})" if launch.already_trained
                                    else "resuming from checkpoint_last.pt" if resumed else "training"))
     if not trained.exists() and not launch.already_trained:
         state: Dict[str, Any] = {"first": None}  # (updates, time) of the first log line: a resumed run starts late
@@ -435,13 +454,16 @@ def train_and_evaluate(grid: Grid, spec: RunSpec, tag: str, progress: Progress, 
         if code != 0:
             return f"training failed (exit {code}; see {run_dir / 'train.log'}); rerun to resume"
     if not trained.exists():
-        trained.write_text(datetime.datetime.now().isoformat(timespec="seconds") + "\n")
+        write_atomically(trained, datetime.datetime.now().isoformat(timespec="seconds") + "\n")
     progress.say(f"{tag}: decoding the test set")
     evaluate = [sys.executable, "-m", "fairseq_localness.evaluation.evaluate", *evaluate_argv(grid, spec)]
     code = stream(evaluate, run_dir / "evaluate.log", env)
     if code != 0:
         return f"evaluation failed (exit {code}; see {run_dir / 'evaluate.log'}); rerun to retry"
-    result = collect_run(grid, spec)
+    try:
+        result = collect_run(grid, spec)
+    except CompareError as err:
+        return str(err)
     analyse_run(grid, spec, tag, progress, env)
     progress.finished(time.time() - start, whole)
     bleu = result.get("sacrebleu") if result.get("sacrebleu") is not None else result.get("tokenized_bleu")
@@ -490,7 +512,7 @@ def training_epochs(log: Path) -> Tuple[Optional[int], Optional[float], Optional
 def collect_run(grid: Grid, spec: RunSpec) -> Dict[str, Any]:
     """One finished run as a flat record (written to ``result.json`` beside it)."""
     run_dir = grid.run_dir(spec)
-    scores = json.loads(grid.scores_path(spec).read_text(encoding="utf-8"))
+    scores = read_json(grid.scores_path(spec))
     run = stats(run_dir / "checkpoints")
     epochs, best_loss, best_update = training_epochs(run_dir / "checkpoints" / "hydra_train.log")
     record = {
@@ -509,7 +531,7 @@ def collect_run(grid: Grid, spec: RunSpec) -> Dict[str, Any]:
         # relative to WORK/LABEL: the record reads the same in the published copy, wherever the checkout lies
         "eval_dir": str((run_dir / EVAL_DIR).relative_to(grid.root)),
     }
-    (run_dir / "result.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    write_atomically(run_dir / "result.json", json.dumps(record, indent=1) + "\n")  # publish may be copying it
     return record
 
 
@@ -525,7 +547,11 @@ def run_grid(grid: Grid, jobs: int, after_each=None) -> Dict[str, str]:
     for index, spec in enumerate(specs, 1):
         if grid.finished(spec):
             progress.say(f"[{index}/{len(specs)}] {spec.name}: finished earlier, not retrained")
-            analyse_run(grid, spec, f"[{index}/{len(specs)}] {spec.name}", progress, run_env(grid))
+            try:  # under its lock: a second process starting now would run the same analyses beside this one
+                with training_lock(grid.run_dir(spec) / "checkpoints"):
+                    analyse_run(grid, spec, f"[{index}/{len(specs)}] {spec.name}", progress, run_env(grid))
+            except RunDirBusy:
+                pass  # the process that holds it analyses it (run_one does, under the same lock)
     failures: Dict[str, str] = {}
 
     def work(item: Tuple[int, RunSpec]) -> None:
@@ -575,7 +601,7 @@ def scoring_settings(eval_dirs: Sequence[Path], lowercase: bool) -> Dict[str, An
     settings: Dict[str, Any] = {}
     for eval_dir in eval_dirs:
         path = Path(eval_dir) / SCORES
-        scores = json.loads(path.read_text(encoding="utf-8"))
+        scores = read_json(path)
         tokenized = scores.get("tokenized_bleu") or {}
         signature = dict(part.split(":", 1) for part in
                          ((scores.get("sacrebleu") or {}).get("signature") or "").split("|") if ":" in part)
@@ -629,7 +655,7 @@ def pooled_significance(system_dirs: Sequence[Path], baseline_dirs: Sequence[Pat
         samples).as_dict()}
     detok = [Path(d) / HYP_DETOK for d in [*system_dirs, *baseline_dirs]]
     if all(p.is_file() for p in detok):
-        scores = [json.loads((Path(d) / SCORES).read_text(encoding="utf-8")) for d in system_dirs]
+        scores = [read_json(Path(d) / SCORES) for d in system_dirs]
         named = scores[0].get("detok_ref")
         ref_file = named if named and Path(named).is_file() else detok_ref
         if named and not (ref_file and Path(ref_file).is_file()):
@@ -837,7 +863,7 @@ def read_commands(path: Path) -> List[Dict[str, Any]]:
 
 def write_commands(path: Path, history: List[Dict[str, Any]]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(history, indent=1) + "\n", encoding="utf-8")
+    write_atomically(path, json.dumps(history, indent=1) + "\n")  # the label's history: never half of it
 
 
 @contextlib.contextmanager
@@ -943,12 +969,13 @@ def write_outputs(grid: Grid, records: List[Dict[str, Any]], rows: List[Dict[str
         "lacks). It need not be the difference of the means: the pooled outputs share one brevity penalty, so seeds "
         "of different output lengths move it. Δ per seed: each seed's BLEU minus the baseline's of the same seed. "
         f"Mark and p from a paired bootstrap ({samples:,} resamples of the test sentences, each drawn sentence with "
-        "every seed's output of it; sacreBLEU's two-sided test; ⇑/⇓ p < 0.01, ↑/↓ p < 0.05; "
+        "every seed's output of it; sacreBLEU's p, one-sided in the direction of the difference; ⇑/⇓ p < 0.01, "
+        "↑/↓ p < 0.05; "
         f"1/{samples + 1:,} is the smallest p that {samples:,} resamples can give{too_few_resamples(samples)}). "
         "The test resamples "
         "sentences, not seeds: the variation between seeds is not in p, and a mark whose seeds differ in sign is "
-        "not a robust difference. No correction for the table's many tests: at p < 0.05, about one row in twenty "
-        "is marked by chance alone. sacreBLEU where the corpus has raw references, else tokenized BLEU. Length "
+        "not a robust difference. No correction for the table's many tests: with no real difference, about one row "
+        "in nine is marked by chance alone. sacreBLEU where the corpus has raw references, else tokenized BLEU. Length "
         "ratio: hypothesis over reference length, of that BLEU, mean over seeds; below 1, the brevity penalty "
         "lowers BLEU, and a difference in BLEU may be one of length.",
         "Speeds: training target tokens/s (fairseq's wps: each run's median epoch, weighted by updates) and "
@@ -1182,14 +1209,29 @@ def training_checkout(run_dir: Path) -> Optional[str]:
     return str(Path(user_dir).parent)
 
 
+def check_publish_folder(grid: Grid, directory: Path, mine: Optional[Dict[str, Any]] = None) -> None:
+    """Refuse a DIRECTORY/LABEL that holds another setup's runs (:func:`check_setup`), or files of which none is a
+    published comparison's (its grid.json, commands.json or a run's scores): a folder whose files :func:`publish`
+    would overwrite (table.md, runs.csv and the rest have fixed names)."""
+    target = Path(directory) / grid.label
+    if check_setup(grid, label_record(grid) if mine is None else mine, target / "grid.json", f"--publish {target}"):
+        return
+    if target.is_dir() and any(target.iterdir()) and not (target / COMMANDS).is_file() and not scored_runs(target):
+        raise CompareError(f"--publish {directory}: {target} holds files and is no published comparison (no "
+                           "grid.json, commands.json or run scores); nothing was written. Give another --publish "
+                           "folder, or move it away")
+
+
 def publish(grid: Grid, directory: Path) -> Path:
     """Copy the grid's result files, and every finished run's :data:`RUN_FILES` (not its checkpoints), to
     DIRECTORY/LABEL. Text files are copied with this machine's paths made portable
     (:func:`~fairseq_localness.provenance.portable_paths`): relative to the checkout, never absolute."""
     target = Path(directory) / grid.label
     mine = label_record(grid)
-    check_setup(grid, mine, target / "grid.json", f"--publish {target}")
+    check_publish_folder(grid, directory, mine)
     target.mkdir(parents=True, exist_ok=True)
+    if grid.data_bin.is_dir():  # first: a publish cut short is still known as this label's by the next one
+        write_atomically(target / "grid.json", json.dumps(mine, indent=1) + "\n")
     checkouts = [c for c in (checkout_of(REPO), checkout_of(Path.cwd()), checkout_of(grid.work),
                              checkout_of(grid.data_bin),
                              *(training_checkout(grid.run_dir(spec)) for spec in finished_specs(grid))) if c]
@@ -1210,15 +1252,13 @@ def publish(grid: Grid, directory: Path) -> Path:
         relative = grid.run_dir(spec).relative_to(grid.root)
         eval_dir = grid.run_dir(spec) / EVAL_DIR
         if (eval_dir / GENERATED).is_file() and not (eval_dir / SOURCE_LENGTHS).is_file():
-            (eval_dir / SOURCE_LENGTHS).write_text("".join(f"{n}\n" for n in source_lengths(eval_dir)), encoding="utf-8")
+            write_atomically(eval_dir / SOURCE_LENGTHS, "".join(f"{n}\n" for n in source_lengths(eval_dir)))
         for name in RUN_FILES:
             source = grid.run_dir(spec) / name
             if source.is_file():
                 copy(source, target / relative / name)
         for name in TEST_TEXT_FILES:  # copies an earlier version published
             (target / relative / name).unlink(missing_ok=True)
-    if grid.data_bin.is_dir():  # the label's setup, for the runs restored from here (restore_published)
-        (target / "grid.json").write_text(json.dumps(mine, indent=1) + "\n", encoding="utf-8")
     return target
 
 
@@ -1235,11 +1275,32 @@ def scored_runs(root: Path) -> List[Tuple[RunSpec, Path]]:
 
 def published_runs_missing(grid: Grid, directory: Path) -> List[Tuple[RunSpec, Path]]:
     """The runs published in DIRECTORY/LABEL that WORK/LABEL has not finished, with their published folders: what
-    :func:`restore_published` copies back (and a dry run names). A published setup other than the grid's is
-    refused (:func:`check_setup`), before anything is copied."""
+    :func:`restore_published` copies back (and a dry run names). A published setup other than the grid's, or a
+    folder that is no published comparison, is refused (:func:`check_publish_folder`), before anything is copied."""
     source_root = Path(directory) / grid.label
-    check_setup(grid, label_record(grid), source_root / "grid.json", f"--publish {source_root}")
+    check_publish_folder(grid, directory)
     return [(spec, run_dir) for spec, run_dir in scored_runs(source_root) if not grid.finished(spec)]
+
+
+#: a run directory's mark while :func:`restore_published` copies into it: a restore cut short leaves it, with the
+#: folder it restores from, so that no training starts on the half-copied run and the next restore completes it
+RESTORING = "restoring"
+
+
+def own_work(run_dir: Path) -> Optional[str]:
+    """What of a training or an evaluation of its own ``run_dir`` (not finished) holds, or None: a published copy
+    of the run is not restored over it (:func:`restore_published`). The training lock's file alone is none, and so
+    are the files of an interrupted restore (its :data:`RESTORING` mark), which the next restore completes."""
+    if (run_dir / RESTORING).is_file():
+        return None
+    checkpoints = sorted(p.name for p in (run_dir / "checkpoints").glob("checkpoint*.pt*"))
+    if checkpoints:
+        return f"a training ({', '.join(checkpoints[:3])}{', ...' if len(checkpoints) > 3 else ''})"
+    if (run_dir / "checkpoints" / "hydra_train.log").is_file():
+        return "a training (checkpoints/hydra_train.log)"
+    if (run_dir / EVAL_DIR).is_dir() and any((run_dir / EVAL_DIR).iterdir()):
+        return f"an evaluation ({EVAL_DIR}/)"
+    return None
 
 
 def restore_published(grid: Grid, directory: Path) -> List[RunSpec]:
@@ -1258,14 +1319,27 @@ def restore_published(grid: Grid, directory: Path) -> List[RunSpec]:
         raise CompareError(f"{missing[0][1]}: published runs keep no copy of the test reference, and --data "
                            f"{grid.data_bin} names none that is here (prep-info.json's tok_ref): prepare the corpus "
                            "with its data-prep script first")
+    restored = []
     for spec, run_dir in missing:
-        (grid.run_dir(spec) / EVAL_DIR).mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(tok_ref, grid.run_dir(spec) / EVAL_DIR / REF_TOK)
-        for name in RUN_FILES:  # scores.json last, and whole: it is what makes the copy count as finished
-            if (run_dir / name).is_file():
-                (grid.run_dir(spec) / name).parent.mkdir(parents=True, exist_ok=True)
-                write_atomically(grid.run_dir(spec) / name, (run_dir / name).read_bytes())
-    restored = [spec for spec, _ in missing]
+        local = grid.run_dir(spec)
+        try:  # a process training it now (its lock) is left to finish it
+            with training_lock(local / "checkpoints"):
+                work = own_work(local)
+                if work:  # the published files would sit beside checkpoints and outputs of another training
+                    print(f"{spec.name}: published in {run_dir}, not restored: {local} holds {work} of its own, "
+                          f"which this call resumes (move {local} away to restore the published run instead)")
+                    continue
+                (local / EVAL_DIR).mkdir(parents=True, exist_ok=True)
+                write_atomically(local / RESTORING, f"{run_dir}\n")
+                shutil.copyfile(tok_ref, local / EVAL_DIR / REF_TOK)
+                for name in RUN_FILES:  # scores.json last, and whole: it is what makes the copy count as finished
+                    if (run_dir / name).is_file():
+                        (local / name).parent.mkdir(parents=True, exist_ok=True)
+                        write_atomically(local / name, (run_dir / name).read_bytes())
+                (local / RESTORING).unlink()
+                restored.append(spec)
+        except RunDirBusy:
+            print(f"{spec.name}: published in {run_dir}, not restored: another process is training it in {local}")
     if restored and not (grid.root / "grid.json").is_file() and (source_root / "grid.json").is_file():
         shutil.copyfile(source_root / "grid.json", grid.root / "grid.json")
     merge_commands(source_root / COMMANDS, grid.root / COMMANDS)
@@ -1463,11 +1537,14 @@ def data_fingerprint(data_bin: Path) -> str:
 def label_record(grid: Grid) -> Dict[str, Any]:
     """What every run under one label shares (``grid.json``): the recipe's name and its values (its defaults
     merged: a shipped recipe edited between two calls is another recipe), the data, the overrides and the
-    decoding flags."""
+    decoding flags; on GPUs also their number and the precision. A grid's rows set speeds against the baseline's
+    and scores trained in one precision: runs on the CPU and on GPUs, or in fp32 and fp16, are two labels. (On
+    the CPU neither key is written, so a label's record reads as it did before they were.)"""
     return {"recipe": grid.recipe,
             "recipe_values": benchmark_values(grid.recipe, grid.root / "recipe" if grid.recipe_file else None),
             "data": data_fingerprint(grid.data_bin), "train_overrides": grid.train_overrides,
-            "evaluate_flags": grid.evaluate_flags}
+            "evaluate_flags": grid.evaluate_flags,
+            **({"gpus": grid.gpus} if grid.gpus else {}), **({"fp16": True} if grid.fp16 else {})}
 
 
 def setup_differences(theirs: Dict[str, Any], mine: Dict[str, Any], prefix: str = "") -> List[str]:
@@ -1478,7 +1555,7 @@ def setup_differences(theirs: Dict[str, Any], mine: Dict[str, Any], prefix: str 
         if isinstance(a, dict) and isinstance(b, dict):
             differ += setup_differences(a, b, f"{prefix}{key}.")
         elif a != b:
-            differ.append(f"{prefix}{key}: {'(none)' if a is None else a!r} -> {'(none)' if b is None else b!r}")
+            differ.append(f"{prefix}{key}: {'(none)' if a is None else repr(a)} -> {'(none)' if b is None else repr(b)}")
     return differ
 
 
@@ -1487,7 +1564,7 @@ def check_setup(grid: Grid, mine: Dict[str, Any], record: Path, what: str) -> bo
     False when there is none."""
     if not record.is_file():
         return False
-    theirs, mine = json.loads(record.read_text(encoding="utf-8")), dict(mine)
+    theirs, mine = read_json(record), dict(mine)
     if not grid.data_bin.is_dir():  # a fresh checkout before data-prep: the data cannot be compared yet
         theirs.pop("data", None), mine.pop("data", None)
     differ = setup_differences(theirs, mine)
@@ -1505,7 +1582,7 @@ def claim_label(grid: Grid, write: bool = True) -> None:
         return
     if write:
         grid.root.mkdir(parents=True, exist_ok=True)
-        record.write_text(json.dumps(mine, indent=1) + "\n", encoding="utf-8")
+        write_atomically(record, json.dumps(mine, indent=1) + "\n")
 
 
 def data_bin_detok_ref(data_bin: Path) -> Optional[str]:
@@ -1680,16 +1757,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if cluster:
             check_cluster_options(args)
         grid = grid_from_args(args)
+        # first, and before anything is restored into the label: another setup in it is the likelier mistake.
+        # --table-only too: its table would describe the recipe and decoding flags of this call, not those its
+        # runs trained and decoded with
+        claim_label(grid, write=False)
         if args.publish and not args.dry_run:  # also for --table-only: the table of a fresh checkout
             for spec in restore_published(grid, args.publish):
                 print(f"{spec.name}: finished earlier (restored from {args.publish}), not retrained")
         elif args.publish:  # what the real call would restore, or refuse (another setup), said now
-            published = {spec for spec, _ in published_runs_missing(grid, args.publish)}
+            published = {spec for spec, run_dir in published_runs_missing(grid, args.publish)
+                         if not own_work(grid.run_dir(spec))}
         if args.table_only and not published and not scored_runs(grid.root):
             raise CompareError(f"--table-only: no finished run in {grid.root} to write a table of")
-        # first: another setup in this label is the likelier mistake. --table-only too: its table would describe
-        # the recipe and decoding flags of this call, not those its runs trained and decoded with
-        claim_label(grid, write=False)
         if not args.table_only:
             validate(grid)
             note = reference_note(grid)

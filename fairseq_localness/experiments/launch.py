@@ -360,6 +360,14 @@ class Launch:
                 return int(override.split("=", 1)[1])
         return int((benchmark_values(self.benchmark, self.recipe_dir).get("optimization") or {}).get("max_update") or 0)
 
+    def requested_patience(self) -> Optional[int]:
+        """checkpoint.patience as this launch sets it (an override, else the benchmark's; None or <= 0: none)."""
+        for override in reversed(self.overrides):
+            if override.lstrip("+").startswith("checkpoint.patience="):
+                return int(override.split("=", 1)[1])
+        value = (benchmark_values(self.benchmark, self.recipe_dir).get("checkpoint") or {}).get("patience")
+        return None if value is None else int(value)
+
     def check_save_dir(self) -> None:
         """The run-directory guard (:mod:`.rundir`): nothing is written into another architecture's run,
         or into a run further along than requested."""
@@ -373,10 +381,13 @@ class Launch:
                                   accept_cut_short=self.accept_cut_short)
         except RunDirError as err:
             raise LaunchError(str(err)) from None
-        self.already_trained = finished(state, self.requested_max_update())
+        self.trained_because = finished(state, self.requested_max_update(), self.requested_patience())
+        self.already_trained = self.trained_because is not None
 
     #: set by :meth:`validate`: the save directory holds this training, finished (fairseq is not started again)
     already_trained: bool = False
+    #: why it is finished (:func:`.rundir.finished`): at max_update, or stopped early
+    trained_because: Optional[str] = None
     #: a checkpoint_last.pt cut short by an interrupted copy passes the guard: the caller restores it before
     #: training (:func:`.rundir.restore_cut_short_checkpoint`, the comparison command)
     accept_cut_short: bool = False
@@ -529,8 +540,8 @@ def run_here(launch: Launch, plan: Dict[str, int], dry_run: bool = False) -> int
     if dry_run:
         return 0
     if launch.already_trained:  # resumed, fairseq would take one more update and rewrite the checkpoints
-        print(f"{launch.save_path} holds this training, finished at optimization.max_update="
-              f"{launch.requested_max_update()}: nothing to train", flush=True)
+        print(f"{launch.save_path} holds this training, finished ({launch.trained_because}): nothing to train",
+              flush=True)
         return 0
     from .rundir import RunDirBusy, training_lock
 

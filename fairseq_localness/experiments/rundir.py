@@ -108,6 +108,9 @@ class RunState:
     #: a checkpoint_last.pt cut short by an interrupted copy of ``source`` (the intact checkpoint fairseq saved
     #: first and was copying); None where checkpoint_last.pt is whole
     cut_short: Optional[Path] = None
+    #: validations without a better loss when the checkpoint was saved (fairseq's ``should_stop_early`` count, kept
+    #: by the plugin, :func:`fairseq_localness.compat.resume_where_training_stopped`); None where it is not recorded
+    epochs_without_improvement: Optional[int] = None
 
 
 CONFIG_RECORD = Path(".hydra") / "config.yaml"
@@ -169,7 +172,9 @@ def _checkpoint_state(path: Path) -> RunState:
         arch = getattr(state["args"], "arch", None)
     history = state.get("optimizer_history") or [{}]
     updates = int(history[-1].get("num_updates", 0) or 0)
-    return RunState(arch, updates, path)
+    stopping = ((state.get("extra_state") or {}).get(compat.RESUME_STATE) or {}).get("early_stopping") or {}
+    without_improvement = int(stopping["num_runs"]) if "num_runs" in stopping else None
+    return RunState(arch, updates, path, epochs_without_improvement=without_improvement)
 
 
 def _copy_source(last: Path) -> Optional[RunState]:
@@ -242,6 +247,17 @@ def check_run_dir(save_dir: Path, arch: str, max_update: Optional[int],
     return state
 
 
-def finished(state: Optional[RunState], max_update: Optional[int]) -> bool:
-    """Whether a run (of the requested architecture) has reached ``max_update`` already."""
-    return bool(state is not None and max_update and state.source.suffix == ".pt" and state.num_updates >= max_update)
+def finished(state: Optional[RunState], max_update: Optional[int], patience: Optional[int] = None) -> Optional[str]:
+    """Why a run (of the requested architecture) has finished training already, or None: it has reached
+    ``max_update``, or its checkpoint was saved when early stopping ended it (``patience`` validations without a
+    better loss). Resumed, fairseq would train on: one more update past ``max_update``, and after early stopping
+    one more epoch, since its loop asks ``should_stop_early`` only after training an epoch (a run killed between
+    that checkpoint and its exit would come back with an epoch its uninterrupted training never had)."""
+    if state is None or state.source.suffix != ".pt":
+        return None
+    if max_update and state.num_updates >= max_update:
+        return f"at optimization.max_update={max_update}"
+    if patience and patience > 0 and (state.epochs_without_improvement or 0) >= patience:
+        return (f"stopped early: its last checkpoint was saved after {state.epochs_without_improvement} "
+                f"validations without a better loss (checkpoint.patience={patience})")
+    return None

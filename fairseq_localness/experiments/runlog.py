@@ -137,6 +137,25 @@ _LOADED = re.compile(r"Loaded checkpoint \S+ \(epoch (\d+) @ (\d+) updates\)")
 _EPOCH_LR = re.compile(r"\[train\]\[INFO\] - epoch (\d+) \|.*?\| lr ([\d.e-]+)")
 
 
+#: configuration keys that say where a training's files and processes are, not how it trains: a checkout or a
+#: data-bin moved between two starts changes them, and the training is the same
+_WHERE_NOT_HOW = frozenset({"common.user_dir", "task.data", "checkpoint.save_dir", "checkpoint.restore_file",
+                            "common.tensorboard_logdir", "distributed_training.distributed_port",
+                            "distributed_training.distributed_init_method", "distributed_training.device_id",
+                            "distributed_training.distributed_rank"})
+
+
+def _flat(config: dict, prefix: str = "") -> dict:
+    """A logged configuration as {dotted key: value}."""
+    flat = {}
+    for key, value in config.items():
+        if isinstance(value, dict):
+            flat.update(_flat(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
 def resume_deviations(log: Path) -> List[str]:
     """Where a resumed training did not go on as the same training uninterrupted, read from its hydra_train.log;
     [] for a run that was never resumed or resumed exactly.
@@ -146,7 +165,9 @@ def resume_deviations(log: Path) -> List[str]:
     log shows both: every epoch's learning rate against the plateau schedule run over the logged validation losses
     (``reduce_lr_on_plateau``: torch's ReduceLROnPlateau, relative threshold, stepped after each epoch that ends
     past the warm-up), and the last epoch against the epoch at which ``--patience`` (fairseq's
-    ``should_stop_early``: a strictly lower loss resets the count) stops the uninterrupted training.
+    ``should_stop_early``: a strictly lower loss resets the count) stops the uninterrupted training. Every start
+    logs its configuration too: a resume with another one (``--fp16`` added, a dropout changed) is named, except
+    for the keys that only say where the files are (:data:`_WHERE_NOT_HOW`).
     """
     if not log.is_file():
         return []
@@ -155,12 +176,19 @@ def resume_deviations(log: Path) -> List[str]:
     if config is None or not _LOADED.search(text):
         return []
     cfg = ast.literal_eval(config.group(1))
+    found: List[str] = []
+    first = _flat(cfg)
+    for start, later in enumerate(_CONFIG_LINE.findall(text)[1:], 2):  # every start logs its configuration
+        other = _flat(ast.literal_eval(later))
+        changed = [f"{key} {first.get(key)!r} -> {other.get(key)!r}" for key in dict.fromkeys([*first, *other])
+                   if key not in _WHERE_NOT_HOW and first.get(key) != other.get(key)]
+        if changed:
+            found.append(f"start {start} resumed with another configuration: {'; '.join(changed)}")
     points = validation_points(log)
     valid = {epoch: loss for epoch, _, loss in points}  # a repeated epoch: the later one counts
     ends = {epoch: updates for epoch, updates, _ in points}
     rates = {int(epoch): float(lr) for epoch, lr in _EPOCH_LR.findall(text)}
     maximize = bool(cfg["checkpoint"].get("maximize_best_checkpoint_metric"))
-    found: List[str] = []
 
     schedule = cfg.get("lr_scheduler") or {}
     if schedule.get("_name") == "reduce_lr_on_plateau":
