@@ -725,10 +725,17 @@ def test_a_resume_with_another_configuration_is_found(tmp_path):
     first = log.read_text().splitlines()[0]
     head, config = first.split(" - ", 1)
     config = ast.literal_eval(config)
-    config.update(common={"fp16": False, "user_dir": "/a/fairseq_localness"}, model={"dropout": 0.3})
+    config.update(common={"fp16": False, "user_dir": "/a/fairseq_localness"}, model={"dropout": 0.3},
+                  checkpoint=dict(config["checkpoint"], save_dir="runs/compare/l/pre/transformer/seed1/checkpoints"),
+                  job_logging_cfg={"handlers": {"file": {
+                      "filename": "runs/compare/l/pre/transformer/seed1/checkpoints/hydra_train.log"}}})
 
-    def with_restart(common, model):
+    def with_restart(common, model, moved=False):
         restart = dict(config, common=dict(config["common"], **common), model=dict(config["model"], **model))
+        if moved:  # the same run from a checkout elsewhere: --work given as an absolute path
+            restart["checkpoint"] = dict(config["checkpoint"], save_dir="/home/me/" + config["checkpoint"]["save_dir"])
+            restart["job_logging_cfg"] = {"handlers": {"file": {
+                "filename": "/home/me/" + config["job_logging_cfg"]["handlers"]["file"]["filename"]}}}
         lines = log.read_text().splitlines()
         at = next(i for i, line in enumerate(lines) if "Loaded checkpoint" in line)
         path = tmp_path / "restarted.log"
@@ -736,7 +743,7 @@ def test_a_resume_with_another_configuration_is_found(tmp_path):
         return resume_deviations(path)
 
     assert with_restart({}, {}) == []
-    assert with_restart({"user_dir": "/elsewhere/fairseq_localness"}, {}) == []
+    assert with_restart({"user_dir": "/elsewhere/fairseq_localness"}, {}, moved=True) == []
     assert with_restart({"fp16": True}, {"dropout": 0.1}) == [
         "start 2 resumed with another configuration: common.fp16 False -> True; model.dropout 0.3 -> 0.1"]
 
@@ -1356,6 +1363,9 @@ def test_a_folder_that_is_no_published_comparison_is_not_written_into(tiny_grid,
     argv, grid = _label_copy(tiny_grid, tmp_path)
     mine = tmp_path / "mine"
     (mine / "tiny").mkdir(parents=True)
+    (mine / "tiny" / ".gitkeep").write_text("")  # a hidden file alone is no one's work: accepted
+    compare.check_publish_folder(grid, mine)
+    (mine / "tiny" / ".gitkeep").unlink()
     (mine / "tiny" / "table.md").write_text("my own notes\n")
     argv[argv.index("--publish") + 1] = str(mine)
     for extra in ([], ["--dry-run"], ["--table-only"]):
@@ -1457,8 +1467,17 @@ def test_published_runs_are_restored_not_retrained(tiny_grid, tmp_path):
     assert error == (f"its restore from {root / 'published' / 'tiny' / 'pre' / started[0].arch / 'seed1'} was cut "
                      f"short: run again with --publish {root / 'published'} to complete it, or move "
                      f"{grid.run_dir(started[0])} away to train it here")
+    # a call without --publish (local or --slurm) refuses before anything trains or is submitted
+    alone = cut[:cut.index("--publish")] + cut[cut.index("--publish") + 2:]
+    refused = run(COMPARE + alone + ["--dry-run"], check=False)
+    assert refused.returncode == 2 and f"{started[0].name}: its restore from " in refused.stderr, refused.stderr
     assert set(compare.restore_published(grid, root / "published")) == set(specs)
     assert all(grid.finished(spec) for spec in specs)
+    assert not list((tmp_path / "cut-work").rglob(compare.RESTORING))
+    # a mark left beside the scores (a kill between the last copy and its removal) is the restore's whole: removed
+    (grid.run_dir(specs[0]) / compare.RESTORING).write_text("elsewhere\n")
+    assert compare.restore_cut_short(grid.run_dir(specs[0])) is None
+    assert not (grid.run_dir(specs[0]) / compare.RESTORING).exists()
     assert compare.RUN_FILES[-1] == "eval-test/scores.json"
 
 

@@ -213,7 +213,7 @@ def test_trained_attention_section_by_hand(tmp_path):
     (folder / "table.json").write_text(json.dumps({"caption": "multi30k_de_en: 3 runs finished",
                                                    "rows": [{"arch": "transformer"}, {"arch": "transformer_dman"}]}))
     text = compare_readme.render_trained_attention(results, page_dir)
-    assert text.startswith("**Multi30k de→en (test2016).** Runs: multi30k_de_en: 3 runs finished; "
+    assert text.startswith("**Multi30k de→en (test2016, lowercased).** Runs: multi30k_de_en: 3 runs finished; "
                            "[full table](results/compare/multi30k_de_en/table.md).")
     rows = [line for line in text.splitlines() if line.startswith("| `")]
     # transformer, layer 1: w = 1 from 10 and 20 (mean 15, sd 7.07), w = 2 from 30 and 40 (35, 7.07)
@@ -247,7 +247,7 @@ def test_readme_results_table_by_hand(tmp_path):
         (tmp_path / label / "table.json").write_text(json.dumps({"caption": f"{label}: 2 runs", "baseline": "transformer",
                                                                  "rows": rows}))
     text = compare_readme.render(tmp_path, tmp_path.parent)
-    assert "* **Multi30k de→en (test2016)**: multi30k_de_en: 2 runs; [full table](" in text
+    assert "* **Multi30k de→en (test2016, lowercased)**: multi30k_de_en: 2 runs; [full table](" in text
     assert "| architecture | norm | Multi30k de→en | KFTT ja→en | parameters (Multi30k de→en) |" in text
     assert "| `transformer` | pre | 40.60 ± 0.10 (baseline) | 20.00 (baseline) | 2.40M | 0.90 |" in text
     assert "| `transformer_dman` | pre | 41.94 ± 0.20 (+1.34 ⇑; 2 of 2 seeds ahead) | - | 2.40M | 0.90 |" in text

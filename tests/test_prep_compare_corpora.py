@@ -179,6 +179,23 @@ def test_prepare_kftt_script(tmp_path):
     assert not (tmp_path / "other").exists()
 
 
+def test_another_copy_of_tatoeba_is_named_as_another_split(tmp_path):
+    """The split is a function of the whole file: a copy other than the published comparison's (here one pair
+    dropped) is named, so that nobody takes its split for the published one."""
+    import shutil
+
+    from localness_prep.prepare.tatoeba_zh_en import differs_from_published_copy
+
+    if not (CMN_ENG / "cmn-eng.en").is_file():
+        pytest.skip(f"cmn-eng corpus not found at {CMN_ENG} (CI provides it at ../shared/data)")
+    assert differs_from_published_copy(str(CMN_ENG)) == []
+    for name in ("cmn-eng.en", "cmn-eng.zh"):
+        text = (CMN_ENG / name).read_text(encoding="utf-8")
+        (tmp_path / name).write_text(text if name.endswith("zh") else text.split("\n", 1)[1], encoding="utf-8")
+    shutil.copyfile(CMN_ENG / "cmn-eng.attribution", tmp_path / "cmn-eng.attribution")
+    assert differs_from_published_copy(str(tmp_path)) == ["cmn-eng.en"]
+
+
 def test_prepare_tatoeba_script(tmp_path):
     """The whole cmn-eng corpus, offline, default settings: 27,155 / 1,000 / 1,000, joined dictionary, credits kept."""
     if not (CMN_ENG / "cmn-eng.en").is_file():
@@ -186,6 +203,7 @@ def test_prepare_tatoeba_script(tmp_path):
     out = tmp_path / "tatoeba"
     cmd = ["bash", str(REPO / "data-prep" / "prepare-tatoeba-zh-en.sh"), "--raw-dir", str(CMN_ENG), "--out", str(out)]
     proc = run(cmd, env=ENV)
+    assert "warning:" not in proc.stderr  # the published comparison's copy: its split
     assert re.search(r"^test\s+1000\s", proc.stdout, re.M) and re.search(r"^train\s+27155\s", proc.stdout, re.M)
     for split, pairs in (("train", 27155), ("valid", 1000), ("test", 1000)):
         for side in ("zh", "en", "attribution"):

@@ -403,10 +403,9 @@ def train_and_evaluate(grid: Grid, spec: RunSpec, tag: str, progress: Progress, 
     run_dir = grid.run_dir(spec)
     trained = run_dir / "trained"
     whole = False  # trained here from its first update: its time is a whole run's, for the ETA
-    if (run_dir / RESTORING).is_file():  # its files are a published run's, in part: neither trained nor finished
-        source = (run_dir / RESTORING).read_text(encoding="utf-8").strip()
-        return (f"its restore from {source} was cut short: run again with --publish {Path(source).parents[3]} to "
-                f"complete it, or move {run_dir} away to train it here")
+    cut_short = restore_cut_short(run_dir)
+    if cut_short:  # its files are a published run's, in part: neither trained nor finished
+        return cut_short
     if not trained.exists():
         try:
             launch = launch_of(grid, spec)
@@ -1216,7 +1215,8 @@ def check_publish_folder(grid: Grid, directory: Path, mine: Optional[Dict[str, A
     target = Path(directory) / grid.label
     if check_setup(grid, label_record(grid) if mine is None else mine, target / "grid.json", f"--publish {target}"):
         return
-    if target.is_dir() and any(target.iterdir()) and not (target / COMMANDS).is_file() and not scored_runs(target):
+    held = [p for p in target.iterdir() if not p.name.startswith(".")] if target.is_dir() else []  # .gitkeep aside
+    if held and not (target / COMMANDS).is_file() and not scored_runs(target):
         raise CompareError(f"--publish {directory}: {target} holds files and is no published comparison (no "
                            "grid.json, commands.json or run scores); nothing was written. Give another --publish "
                            "folder, or move it away")
@@ -1285,6 +1285,20 @@ def published_runs_missing(grid: Grid, directory: Path) -> List[Tuple[RunSpec, P
 #: a run directory's mark while :func:`restore_published` copies into it: a restore cut short leaves it, with the
 #: folder it restores from, so that no training starts on the half-copied run and the next restore completes it
 RESTORING = "restoring"
+
+
+def restore_cut_short(run_dir: Path) -> Optional[str]:
+    """What to do with a run whose restore from a --publish folder was cut short (its :data:`RESTORING` mark), or
+    None. A mark beside the run's scores.json, the last file a restore copies, is the restore's whole: removed."""
+    mark = run_dir / RESTORING
+    if not mark.is_file():
+        return None
+    if (run_dir / EVAL_DIR / SCORES).is_file():
+        mark.unlink(missing_ok=True)
+        return None
+    source = mark.read_text(encoding="utf-8").strip()
+    return (f"its restore from {source} was cut short: run again with --publish {Path(source).parents[3]} to "
+            f"complete it, or move {run_dir} away to train it here")
 
 
 def own_work(run_dir: Path) -> Optional[str]:
@@ -1770,6 +1784,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.table_only and not published and not scored_runs(grid.root):
             raise CompareError(f"--table-only: no finished run in {grid.root} to write a table of")
         if not args.table_only:
+            # before anything trains or is submitted: a half-copied run would train beside the published files
+            cut_short = [f"{spec.name}: {text}" for spec in grid.runs()
+                         for text in [restore_cut_short(grid.run_dir(spec))] if text]
+            if cut_short:
+                raise CompareError("; ".join(cut_short))
             validate(grid)
             note = reference_note(grid)
             if note:

@@ -32,7 +32,7 @@ RESULTS = REPO / "docs" / "results" / "compare"
 README = REPO / "README.md"
 BEGIN, END = "<!-- compare-results -->", "<!-- /compare-results -->"
 #: the published corpora, in the README's order: (label, title, short column name)
-CORPORA = (("multi30k_de_en", "Multi30k de→en (test2016)", "Multi30k de→en"),
+CORPORA = (("multi30k_de_en", "Multi30k de→en (test2016, lowercased)", "Multi30k de→en"),
            ("kftt_ja_en", "KFTT ja→en (dev; its raw reference is the tokenised English, detokenised)", "KFTT ja→en"),
            ("tatoeba_zh_en", "Tatoeba zh→en (fixed split)", "Tatoeba zh→en"),
            ("europarl_len_de_en", "Train short, test long: Europarl de→en, trained on sentences of at most 20 words",

@@ -138,7 +138,8 @@ _EPOCH_LR = re.compile(r"\[train\]\[INFO\] - epoch (\d+) \|.*?\| lr ([\d.e-]+)")
 
 
 #: configuration keys that say where a training's files and processes are, not how it trains: a checkout or a
-#: data-bin moved between two starts changes them, and the training is the same
+#: data-bin moved between two starts changes them, and the training is the same (Hydra's logging configuration,
+#: ``job_logging_cfg.*``, which names the log file in the save directory, is left out likewise)
 _WHERE_NOT_HOW = frozenset({"common.user_dir", "task.data", "checkpoint.save_dir", "checkpoint.restore_file",
                             "common.tensorboard_logdir", "distributed_training.distributed_port",
                             "distributed_training.distributed_init_method", "distributed_training.device_id",
@@ -181,7 +182,8 @@ def resume_deviations(log: Path) -> List[str]:
     for start, later in enumerate(_CONFIG_LINE.findall(text)[1:], 2):  # every start logs its configuration
         other = _flat(ast.literal_eval(later))
         changed = [f"{key} {first.get(key)!r} -> {other.get(key)!r}" for key in dict.fromkeys([*first, *other])
-                   if key not in _WHERE_NOT_HOW and first.get(key) != other.get(key)]
+                   if key not in _WHERE_NOT_HOW and not key.startswith("job_logging_cfg.")
+                   and first.get(key) != other.get(key)]
         if changed:
             found.append(f"start {start} resumed with another configuration: {'; '.join(changed)}")
     points = validation_points(log)
