@@ -256,6 +256,14 @@ def test_speed_ratios_pair_each_run_with_the_baselines_run_of_the_same_seed(monk
     # no seed in common: no ratio
     assert ratios([record("transformer", 1, 1000, 100), record("transformer_dman", 2, 900, 50)])[1] \
         == ("transformer_dman", None, None, None)
+    # a run without its training speed (an unreadable log): the ratio of the other seed, which the cell names
+    rows = compare.summarize([record("transformer", 1, 1000, 100), record("transformer", 2, 2000, 300),
+                              record("transformer_dman", 1, 900, 50), record("transformer_dman", 2, None, 200)],
+                             "transformer", lowercase=True, samples=10)
+    assert (rows[1]["train_speed_ratio"], rows[1]["train_speed_ratio_seeds"]) == (0.9, [1])
+    assert "decode_speed_ratio_seeds" not in rows[1]
+    assert compare.speed_cell(rows[1], "train_speed_ratio") == "0.90 (seed 1)"
+    assert compare.speed_cell(rows[1], "decode_speed_ratio") == "0.58"
 
 
 def test_each_seeds_difference_and_the_length_ratio_by_hand(monkeypatch):

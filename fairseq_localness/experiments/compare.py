@@ -702,9 +702,11 @@ def summarize(records: List[Dict[str, Any]], baseline: str, lowercase: bool, sam
             # each run against the baseline's run of its seed, which shared its conditions (the grid's later seeds
             # may train under other settings than its first: a mean over all seeds would mix them), then the mean.
             # Rounded once, to the two decimals the tables print.
-            mean, _ = mean_sd([r[speed] / base_by_seed[r["seed"]][speed] for r in common
-                               if r[speed] and base_by_seed[r["seed"]][speed]])
+            timed = [r for r in common if r[speed] and base_by_seed[r["seed"]][speed]]
+            mean, _ = mean_sd([r[speed] / base_by_seed[r["seed"]][speed] for r in timed])
             row[ratio] = _round(mean)
+            if timed and len(timed) < len(common):  # a run without its speed (an unreadable log): said, not hidden
+                row[f"{ratio}_seeds"] = [r["seed"] for r in timed]
         if arch != baseline and common:
             row["significance"] = pooled_significance([root / r["eval_dir"] for r in common],
                                                       [root / base_by_seed[r["seed"]]["eval_dir"] for r in common],
@@ -753,7 +755,8 @@ def markdown_table(rows: List[Dict[str, Any]], baseline: str) -> str:
             f"{_pm(row['tokenized_bleu'], row['tokenized_bleu_sd'])} | {_pm(row['chrf'], row['chrf_sd'])} | "
             f"{_ratio(row.get('length_ratio'), 3)} | {delta} | "
             f"{', '.join(f'{d:+.2f}' for d in per_seed) if per_seed else '-'} | "
-            f"{_params(row['params'])} | {_ratio(row['train_speed_ratio'])} | {_ratio(row['decode_speed_ratio'])} | "
+            f"{_params(row['params'])} | {speed_cell(row, 'train_speed_ratio')} | "
+            f"{speed_cell(row, 'decode_speed_ratio')} | "
             f"{_pm(row['epochs'], row['epochs_sd'], digits=1)} |")
     return "\n".join(lines) + "\n"
 
@@ -789,6 +792,13 @@ def placement_table(rows: List[Dict[str, Any]]) -> str:
 
 def _params(value: Optional[int]) -> str:
     return "n/a" if value is None else f"{value / 1e6:.2f}M"
+
+
+def speed_cell(row: Dict[str, Any], ratio: str) -> str:
+    """A speed ratio, with its seeds where a run of the row's comparison had no speed to enter it."""
+    seeds = row.get(f"{ratio}_seeds")
+    return _ratio(row.get(ratio)) + (f" (seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))})"
+                                     if seeds else "")
 
 
 def _ratio(value: Optional[float], digits: int = 2) -> str:

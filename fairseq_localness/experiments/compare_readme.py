@@ -25,7 +25,7 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from ..paths import REPO
 from . import run_analyses
-from .compare import mean_sd, seed_deltas, seeds_note
+from .compare import mean_sd, seed_deltas, seeds_note, speed_cell
 from .doc_tables import load_run, markdown, measured_at, replace_block
 
 RESULTS = REPO / "docs" / "results" / "compare"
@@ -138,7 +138,7 @@ def render(results: Path = RESULTS, base: Path = REPO) -> str:
     for arch, norm in order:
         extra = extras.get((arch, norm), {})
         params = f"{extra['params'] / 1e6:.2f}M" if extra.get("params") else "-"
-        speed = f"{extra['train_speed_ratio']:.2f}" if extra.get("train_speed_ratio") is not None else "-"
+        speed = speed_cell(extra, "train_speed_ratio") if extra.get("train_speed_ratio") is not None else "-"
         measured = ([f"{one_process[arch]:.2f}" if arch in one_process else "-"] if one_process else [])
         rows.append([f"`{arch}`", norm, *(cells[(arch, norm)].get(c, "-") for _, _, c, _ in published), params, speed,
                      *measured])
