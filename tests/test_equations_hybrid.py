@@ -83,10 +83,11 @@ def test_gate_mixes_global_and_local_by_eq4(attn_type, gate_input, per_head):
     gate_weight = torch.tensor([[0.5, -1.0, 0.25, 2.0], [-0.75, 0.5, 1.5, -0.25]])[: HEADS if per_head else 1]
     with torch.no_grad():
         method.gate_proj.weight.copy_(gate_weight)
-    global_w, global_out, _, local_out = hand_patterns(x, attn_type, m)
+    global_w, global_out, local_w, local_out = hand_patterns(x, attn_type, m)
     d = DIM // HEADS
     source = x if gate_input == "input" else 2 * x / d**0.5  # H_i, or the scaled query projection Q_i / sqrt(d)
     expected = torch.zeros_like(global_out)
+    expected_w = torch.zeros_like(global_w)
     for i in range(LENGTH):
         for b in range(2):
             for h in range(HEADS):
@@ -94,9 +95,10 @@ def test_gate_mixes_global_and_local_by_eq4(attn_type, gate_input, per_head):
                 g = 1 / (1 + math.exp(-float(w @ source[i, b].double())))  # Eq. 5
                 cols = slice(h * d, (h + 1) * d)
                 expected[i, b, cols] = (1 - g) * global_out[i, b, cols] + g * local_out[i, b, cols]  # Eq. 4
+                expected_w[b, h, i] = (1 - g) * global_w[b, h, i] + g * local_w[b, h, i]  # the weights of that sum
     mask = causal_mask(LENGTH) if attn_type == "decoder" else None
-    # the returned weights are the global pattern's
-    assert_attention(attention, x, global_w, expected, rows(attn_type), key_padding_mask=padding, attn_mask=mask)
+    # the returned weights are those the output is the weighted sum of: the gated mixture of the two patterns
+    assert_attention(attention, x, expected_w, expected, rows(attn_type), key_padding_mask=padding, attn_mask=mask)
 
 
 @pytest.mark.parametrize("attn_type", ["encoder", "decoder"])

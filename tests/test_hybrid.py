@@ -48,6 +48,31 @@ def test_gate_zero_is_vanilla_and_gate_one_is_local(tiny_data_bin, monkeypatch, 
     assert (mixed - outputs(vanilla, task)).abs().max() > 1e-4 and (mixed - outputs(local, task)).abs().max() > 1e-4
 
 
+@pytest.mark.parametrize("per_head", [False, True])
+def test_the_weights_returned_are_the_gated_mixture_the_output_is_made_of(per_head):
+    """Eq. 4: O = (1 - g) P^G V + g P^L V, so the layer's weights are (1 - g) P^G + g P^L, not the global softmax
+    alone: the output projection of (weights x V) is the layer's output, and by hand P^L is the softmax of the
+    same logits inside |i - j| <= m."""
+    torch.manual_seed(0)
+    heads, dim, m = 4, 16, 1
+    attention = LocalityAttention(dim, heads, spec(), [(HybridLocalGlobal, HybridOptions(window=m, gate_per_head=per_head))],
+                                  self_attention=True).eval()
+    x = torch.randn(7, 2, dim)
+    out, weights = attention(x, x, x, need_weights=True, need_head_weights=True)  # weights (H, B, T, S)
+    v = attention.v_proj(x).view(7, 2, heads, dim // heads)  # (S, B, H, d)
+    mixed = torch.einsum("hbts,sbhd->tbhd", weights, v).reshape(7, 2, dim)
+    torch.testing.assert_close(attention.out_proj(mixed), out, atol=1e-5, rtol=0)
+    # by hand, head 0 of sentence 0: logits q k / sqrt(d), the gate sigmoid(W_g x)
+    q = attention.q_proj(x)[:, 0].view(7, heads, -1)[:, 0] * (dim // heads) ** -0.5
+    k = attention.k_proj(x)[:, 0].view(7, heads, -1)[:, 0]
+    logits = q @ k.T
+    band = (torch.arange(7)[:, None] - torch.arange(7)[None, :]).abs() <= m
+    g = torch.sigmoid(attention.locality[0].gate_proj(x[:, 0]))[:, 0:1]  # (T, 1): head 0's (or the one) gate
+    expected = (1 - g) * logits.softmax(-1) + g * logits.masked_fill(~band, float("-inf")).softmax(-1)
+    torch.testing.assert_close(weights[0, 0], expected, atol=1e-6, rtol=0)
+    assert (weights.sum(-1) - 1).abs().max() < 1e-5
+
+
 def test_local_pattern_sees_only_the_band():
     """B(xi) masks |i - j| > m: the local pattern's weights are zero outside the band, rows sum to one."""
     torch.manual_seed(0)

@@ -57,7 +57,7 @@ class LocalityAttention(MultiheadAttention):
         self._hooks = {
             hook: [m for m in self.locality if type(m).overrides(hook)]
             for hook in ("transform_input", "transform_qk", "logit_bias", "transform_probs", "value_term", "mix_output",
-                         "output_term", "attention_kernel")
+                         "mixed_probs", "output_term", "attention_kernel")
         }
         if self._hooks["transform_qk"] and not self.self_attention:
             raise LocalityConfigError(
@@ -221,6 +221,8 @@ class LocalityAttention(MultiheadAttention):
             out = out + input_shift  # the layer adds its input back: x + (c - x) + attn(c) = c + attn(c)
         weights = None
         if need_weights:
+            for method in self._hooks["mixed_probs"]:  # the weights the output was mixed from, not the softmax alone
+                probs = method.mixed_probs(ctx, probs)
             weights = probs.transpose(0, 1)  # (H, B, T, S) as fairseq returns head weights
             if not need_head_weights:
                 weights = weights.mean(dim=0)

@@ -230,6 +230,12 @@ class LocalityMethod(nn.Module):
         """Combine the per-head output (batch, heads, tgt_len, head_dim) with other patterns."""
         return out
 
+    def mixed_probs(self, ctx: "AttentionContext", probs: Tensor) -> Tensor:
+        """The attention weights (batch, heads, tgt_len, src_len) that :meth:`mix_output`'s output is the weighted
+        sum of, from the softmax's ``probs``: what the layer returns as its weights (and the analyses read). A mix
+        that is no distribution over the keys (a projection of two outputs) returns ``probs`` as they are."""
+        return probs
+
     def output_term(self, ctx: "AttentionContext") -> Optional[Tensor]:
         """A term (batch, tgt_len, embed_dim) added after the layer's output projection, or None."""
         return None
