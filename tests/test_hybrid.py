@@ -73,6 +73,50 @@ def test_the_weights_returned_are_the_gated_mixture_the_output_is_made_of(per_he
     assert (weights.sum(-1) - 1).abs().max() < 1e-5
 
 
+@pytest.mark.parametrize("extra", ["none", "localhard-bias", "localhard-multiply"])
+def test_the_mixture_is_the_local_softmax_the_output_used(extra):
+    """P^L in the returned weights is the local pattern as the output attended with it, with another method on
+    the layer too (a hard window that hides every key of a row, a multiplicative one), and in half precision where
+    P^G's in-band entries underflow: out_proj(weights x V) is the layer's output."""
+    from fairseq_localness.methods.baselines import LocalHard, LocalHardOptions
+
+    torch.manual_seed(0)
+    methods = [(HybridLocalGlobal, HybridOptions(window=1))]
+    if extra != "none":
+        methods.append((LocalHard, LocalHardOptions(gaussian=extra.split("-")[1], window=1.0)))
+    attention = LocalityAttention(16, 4, spec(), methods, self_attention=True).eval()
+    with torch.no_grad():
+        attention.q_proj.weight.mul_(12.0)  # peaked rows: in-band probabilities of P^G far below their maximum
+        x = torch.randn(9, 2, 16)
+        out, weights = attention(x, x, x, need_weights=True, need_head_weights=True)
+        v = attention.v_proj(x).view(9, 2, 4, 4)
+        mixed = torch.einsum("hbts,sbhd->tbhd", weights, v).reshape(9, 2, 16)
+        torch.testing.assert_close(attention.out_proj(mixed), out, atol=1e-5, rtol=0)
+
+
+def test_a_query_whose_window_hides_every_key_attends_only_to_keys_it_may_see():
+    """Decoder self-attention: where a method's hard window leaves a query no visible key (here Luong's window
+    predicted beyond the causal mask), the query attends over the keys the causal mask allows, not over every key:
+    changing only the last token leaves every earlier output as it was, as incremental decoding computes it."""
+    from fairseq_localness.methods.baselines import LocalHard, LocalHardOptions
+
+    torch.manual_seed(0)
+    decoder = AttentionSpec(embed_dim=16, num_heads=4, attn_type="decoder", layer=1, kdim=16, max_positions=64)
+    methods = [(HybridLocalGlobal, HybridOptions(window=1, attention="decoder")),
+               (LocalHard, LocalHardOptions(attention="decoder", gaussian="bias", window=1.0))]
+    attention = LocalityAttention(16, 4, decoder, methods, self_attention=True).eval()
+    causal = torch.triu(torch.full((8, 8), float("-inf")), 1)
+    torch.manual_seed(5)
+    x = torch.randn(8, 2, 16)
+    changed = x.clone()
+    changed[-1] += 10.0
+    with torch.no_grad():
+        out, weights = attention(x, x, x, attn_mask=causal, need_weights=True, need_head_weights=True)
+        out_changed, _ = attention(changed, changed, changed, attn_mask=causal)
+    torch.testing.assert_close(out_changed[:-1], out[:-1], atol=1e-6, rtol=0)
+    assert weights.triu(1).abs().max() == 0 and (weights.sum(-1) - 1).abs().max() < 1e-5
+
+
 def test_local_pattern_sees_only_the_band():
     """B(xi) masks |i - j| > m: the local pattern's weights are zero outside the band, rows sum to one."""
     torch.manual_seed(0)

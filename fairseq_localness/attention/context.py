@@ -53,6 +53,9 @@ class AttentionContext:
     key_beam: int = 1
     #: analysis values recorded by methods (e.g. gate values) when capture is on
     records: Optional[Dict[str, Tensor]] = field(default=None)
+    #: when the layer's weights are asked for: the probabilities (B, H, T, S) of the last extra pattern an output-
+    #: mixing method attended with (``attend`` in ``mix_output``), as that output used them (``mixed_probs``)
+    extra_probs: Optional[Tensor] = field(default=None)
 
     @property
     def batch_size(self) -> int:

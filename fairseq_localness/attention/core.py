@@ -202,7 +202,7 @@ class LocalityAttention(MultiheadAttention):
         else:
             bias = self._logit_bias(ctx, skip=self._kernel)
             out, probs = self._attend(ctx, bias, need_probs=need_probs, explicit=backend == "eager")
-            attend_extra = partial(self._attend_extra, ctx, bias, backend == "eager")
+            attend_extra = partial(self._attend_extra, ctx, bias, backend == "eager", keep_probs=need_weights)
         for method in self._hooks["mix_output"]:
             out = method.mix_output(ctx, out, attend_extra)
         if self.capture is not None:
@@ -309,10 +309,22 @@ class LocalityAttention(MultiheadAttention):
         if bias is not None:
             bias = bias.to(ctx.q.dtype)
             if self._masks_rows:
-                # a query that sees no key at all attends uniformly rather than producing NaN
-                dead = torch.isneginf(bias).all(dim=-1, keepdim=True)
-                bias = bias.masked_fill(dead, 0.0)
+                bias = self._revive_dead_rows(ctx, bias)
         return bias
+
+    def _revive_dead_rows(self, ctx: AttentionContext, bias: Tensor) -> Tensor:
+        """``bias`` where a query sees no key at all (a method's window over padding or future keys only) replaced
+        by fairseq's mask and the padding alone: that query attends uniformly over the keys it may see, rather
+        than producing NaN, and never over future keys or padding. A query that may see none (a padding query)
+        attends uniformly over all keys; its output is never read."""
+        dead = torch.isneginf(bias).all(dim=-1, keepdim=True)
+        visible = torch.zeros((1, 1, 1, bias.size(-1)), dtype=bias.dtype, device=bias.device)
+        if ctx.attn_mask is not None:
+            visible = visible + ctx.attn_mask.to(bias.dtype)
+        if ctx.key_padding_mask is not None:
+            visible = visible.masked_fill(ctx.key_padding_mask[:, None, None, :], float("-inf"))
+        visible = visible.masked_fill(torch.isneginf(visible).all(dim=-1, keepdim=True), 0.0)
+        return torch.where(dead, visible, bias)
 
     def _add_method_bias(self, ctx: AttentionContext, bias: Optional[Tensor], method: LocalityMethod) -> Optional[Tensor]:
         """``bias`` plus the logit term of ``method`` (a kernel that declined), rows kept NaN-free."""
@@ -321,7 +333,7 @@ class LocalityAttention(MultiheadAttention):
             return bias
         bias = term.to(ctx.q.dtype) if bias is None else bias + term.to(ctx.q.dtype)
         if self._masks_rows:
-            bias = bias.masked_fill(torch.isneginf(bias).all(dim=-1, keepdim=True), 0.0)
+            bias = self._revive_dead_rows(ctx, bias)
         return bias
 
     def _logits(self, ctx: AttentionContext, bias: Optional[Tensor]) -> Tensor:
@@ -425,17 +437,21 @@ class LocalityAttention(MultiheadAttention):
         return out, probs
 
     def _attend_extra(
-        self, ctx: AttentionContext, bias: Optional[Tensor], explicit: bool, extra_bias, flex: Optional[FlexTerms] = None
+        self, ctx: AttentionContext, bias: Optional[Tensor], explicit: bool, extra_bias, flex: Optional[FlexTerms] = None,
+        keep_probs: bool = False,
     ) -> Tensor:
         """Attention over the same logits plus ``extra_bias`` (for output-mixing methods).
 
         ``extra_bias`` is a tensor or a function returning one (computed only here, not under Flex); ``flex``
-        is the same pattern's Flex form (used by ``_attend_extra_flex``).
+        is the same pattern's Flex form (used by ``_attend_extra_flex``). With ``keep_probs`` (the layer's weights
+        are asked for) the pattern's probabilities are kept in ``ctx.extra_probs``.
         """
         extra_bias = extra_bias() if callable(extra_bias) else extra_bias
         combined = extra_bias.to(ctx.q.dtype) if bias is None else bias + extra_bias.to(ctx.q.dtype)
-        combined = combined.masked_fill(torch.isneginf(combined).all(dim=-1, keepdim=True), 0.0)
-        out, _ = self._attend(ctx, combined, need_probs=self.needs_probs, explicit=explicit)
+        combined = self._revive_dead_rows(ctx, combined)
+        out, probs = self._attend(ctx, combined, need_probs=self.needs_probs or keep_probs, explicit=explicit)
+        if keep_probs:
+            ctx.extra_probs = probs
         return out
 
     @torch.jit.unused

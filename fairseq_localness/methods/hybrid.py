@@ -119,16 +119,16 @@ class HybridLocalGlobal(LocalityMethod):
 
     def mixed_probs(self, ctx, probs: Tensor) -> Tensor:
         """Eq. 4's output is (1 - g) P^G V + g P^L V = ((1 - g) P^G + g P^L) V: with the gate, that mixture is the
-        attention the layer uses. P^L is the softmax of the same logits inside the band, i.e. P^G restricted to the
-        band and renormalised, so it is read from ``probs``. Concat projects two outputs (no distribution over
-        the keys): ``probs`` are P^G. With combine=local ``probs`` are already P^L."""
+        attention the layer uses. P^L is the local pattern's softmax as ``mix_output`` attended with it
+        (``ctx.extra_probs``, computed from the logits, not derived from P^G, whose in-band entries can underflow).
+        Concat projects two outputs (no distribution over the keys): ``probs`` are P^G. With combine=local
+        ``probs`` are already P^L."""
         if self.options.combine != "gate":
             return probs
-        inside = torch.isfinite(self.local_band(ctx)).to(probs.dtype)  # (B, 1, T, S)
-        local = probs * inside
-        local = local / local.sum(dim=-1, keepdim=True).clamp_min(torch.finfo(probs.dtype).tiny)
+        if ctx.extra_probs is None:
+            raise RuntimeError("hybrid: the local pattern's probabilities were not kept (mix_output did not run)")
         g = self.gate(ctx).transpose(1, 2).unsqueeze(-1).to(probs.dtype)  # (B, 1 or H, T, 1), as in mix_output
-        return (1 - g) * probs + g * local
+        return (1 - g) * probs + g * ctx.extra_probs.to(probs.dtype)
 
     def logit_bias(self, ctx) -> Optional[Tensor]:
         return self.local_band(ctx) if self.options.combine == "local" else None
