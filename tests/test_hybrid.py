@@ -95,8 +95,8 @@ def test_the_mixture_is_the_local_softmax_the_output_used(extra):
 
 
 def test_a_query_whose_window_hides_every_key_attends_only_to_keys_it_may_see():
-    """Decoder self-attention: where a method's hard window leaves a query no visible key (here Luong's window
-    predicted beyond the causal mask), the query attends over the keys the causal mask allows, not over every key:
+    """Decoder self-attention: where the methods' windows leave a query no visible key (here Luong's hard window
+    and the hybrid's band share none), the query attends over the keys the causal mask allows, not over every key:
     changing only the last token leaves every earlier output as it was, as incremental decoding computes it."""
     from fairseq_localness.methods.baselines import LocalHard, LocalHardOptions
 
