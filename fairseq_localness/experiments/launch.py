@@ -26,7 +26,7 @@ import shlex
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..paths import CONFIG_DIR, USER_DIR
 from ..provenance import directory_problem
@@ -353,19 +353,21 @@ class Launch:
         raise LaunchError(f"--gpus {self.gpus}: only {visible} CUDA device(s) visible"
                           + (f" ({why})" if why else "") + f"; {fix}")
 
+    def requested(self, section: str, key: str) -> Any:
+        """SECTION.KEY as this launch sets it: the last override (its text, ``+``/``++`` forms too), else the
+        benchmark's value, else None."""
+        for override in reversed(self.overrides):
+            if override.lstrip("+").startswith(f"{section}.{key}="):
+                return override.split("=", 1)[1]
+        return (benchmark_values(self.benchmark, self.recipe_dir).get(section) or {}).get(key)
+
     def requested_max_update(self) -> Optional[int]:
         """optimization.max_update as this launch sets it (an override, else the benchmark's; 0: no limit)."""
-        for override in reversed(self.overrides):
-            if override.lstrip("+").startswith("optimization.max_update="):
-                return int(override.split("=", 1)[1])
-        return int((benchmark_values(self.benchmark, self.recipe_dir).get("optimization") or {}).get("max_update") or 0)
+        return int(self.requested("optimization", "max_update") or 0)
 
     def requested_patience(self) -> Optional[int]:
         """checkpoint.patience as this launch sets it (an override, else the benchmark's; None or <= 0: none)."""
-        for override in reversed(self.overrides):
-            if override.lstrip("+").startswith("checkpoint.patience="):
-                return int(override.split("=", 1)[1])
-        value = (benchmark_values(self.benchmark, self.recipe_dir).get("checkpoint") or {}).get("patience")
+        value = self.requested("checkpoint", "patience")
         return None if value is None else int(value)
 
     def check_save_dir(self) -> None:
