@@ -516,6 +516,18 @@ def test_the_reading_of_the_published_tables_is_theirs():
     assert all(d < 0 for d in multi30k["post", "transformer_dman"]["seed_deltas"]["sacrebleu"])
     assert all(d > 0 for d in multi30k["pre", "transformer_dman"]["seed_deltas"]["sacrebleu"])
     assert runs["transformer", "post", 1]["sacrebleu"] > runs["transformer", "pre", 1]["sacrebleu"]
+    post_sman, pre_sman = test(multi30k, "sman", "post"), test(multi30k, "sman")
+    # "does the same": behind on every post-norm seed, ahead on every pre-norm one
+    assert multi30k["post", "transformer_sman"]["seeds"] == [1, 2] and post_sman["mark"] == "↓"
+    assert all(d < 0 for d in multi30k["post", "transformer_sman"]["seed_deltas"]["sacrebleu"])
+    assert pre_sman["mark"] == "⇑" and all(d > 0 for d in multi30k["pre", "transformer_sman"]["seed_deltas"]["sacrebleu"])
+    sman_decode = [runs["transformer_sman", "post", seed]["decode_tokens_per_s"]
+                   / runs["transformer", "post", seed]["decode_tokens_per_s"] for seed in (1, 2)]
+    assert round(sum(sman_decode) / 2, 2) == multi30k["post", "transformer_sman"]["decode_speed_ratio"]
+    sman_seed2_log = (REPO / "docs" / "results" / "compare" / "multi30k_de_en" / "post" / "transformer_sman" / "seed2"
+                      / "eval-test" / "generate-test.log").read_text()
+    sman_seed2_translated = re.search(r"Translated ([\d,]+) sentences \(([\d,]+) tokens\) in ([\d.]+)s", sman_seed2_log)
+    sman_one_process = next(r for r in one_process if r["arch"] == "transformer_sman")["decode_ratio"]["median"]
     extrapolation = {arch.removeprefix("transformer_"): row["significance"]["sacrebleu"]
                      for (_, arch), row in europarl.items() if "significance" in row}
     leading, by_less = ("kerple", "fire", "diffwin", "alibi"), ("hybrid_local", "csan2d", "gaussian_local", "t5bias")
@@ -547,6 +559,15 @@ def test_the_reading_of_the_published_tables_is_theirs():
         f"{dman_runs[1]:.2f} on seed 1), ahead on every seed",
         f"The post-norm Transformer scores {runs['transformer', 'post', 1]['sacrebleu']:.2f} and the pre-norm one "
         f"{runs['transformer', 'pre', 1]['sacrebleu']:.2f} on seed 1",
+        f"post-norm it trails by {-post_sman['delta']:.2f} (p = {post_sman['p_value']:.3f}; by seed "
+        f"{per_seed(multi30k, 'sman', 'post')}), pre-norm it leads by {pre_sman['delta']:.2f} over its seeds 1-2 "
+        f"({per_seed(multi30k, 'sman')})",
+        f"Post-norm SMAN's decoding {multi30k['post', 'transformer_sman']['decode_speed_ratio']:.2f} is the mean of "
+        f"{sman_decode[0]:.2f} and {sman_decode[1]:.2f}: its seed-2 decoding took {float(sman_seed2_translated[3]):.0f} s for the "
+        f"{sman_seed2_translated[1]} test sentences "
+        f"({runs['transformer_sman', 'post', 2]['decode_tokens_per_s']:,.0f} target tokens/s; its seed 1: "
+        f"{runs['transformer_sman', 'post', 1]['decode_tokens_per_s']:,.0f})",
+        f"The one-process column gives SMAN {sman_one_process:.2f}",
         f"(`transformer_gaussian_local_relpos`: {' and '.join(per_seed(multi30k, 'gaussian_local_relpos').split(', '))})",
         f"The hybrid attention's {multi30k['pre', 'transformer_hybrid_local']['train_speed_ratio']:.2f} is the mean of "
         f"its seeds' ratios {', '.join(f'{r:.2f}' for r in hybrid_speeds[:2])} and {hybrid_speeds[2]:.2f}",
