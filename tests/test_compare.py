@@ -266,6 +266,51 @@ def test_speed_ratios_pair_each_run_with_the_baselines_run_of_the_same_seed(monk
     assert compare.speed_cell(rows[1], "decode_speed_ratio") == "0.58"
 
 
+def test_decoding_ratios_read_the_cpu_clock_only_where_every_pair_has_it(monkeypatch):
+    """A row's decoding ratios read the generation loop's CPU time where each of its runs and the baseline's run of
+    the same seed logged it (timed_generate), and fairseq's wall-clock speed for every pair otherwise: a mean of
+    ratios on two clocks would mix what they measure. A table on both clocks marks the wall-clock cells."""
+    monkeypatch.setattr(compare, "pooled_significance", lambda *args, **kwargs: {})
+
+    def record(arch, seed, wall, cpu):
+        return {"norm": "pre", "arch": arch, "seed": seed, "train_wps": 1000, "decode_tokens_per_s": wall,
+                "decode_tokens_per_cpu_s": cpu, "params": 1, "placement": "none", "eval_dir": f"pre/{arch}/seed{seed}",
+                **{k: 30.0 for k in ("sacrebleu", "tokenized_bleu", "chrf", "epochs", "best_valid_loss")}}
+
+    # the baseline's seed 2 decoded while paused: 100 wall-clock tokens/s but 400 per CPU second
+    records = [record("transformer", 1, 400, 420), record("transformer", 2, 100, 400),
+               record("transformer_dman", 1, 300, 336), record("transformer_dman", 2, 320, 320),
+               # an architecture whose seed 2 decoded before the CPU time was logged: both its pairs on the wall clock
+               record("transformer_sman", 1, 200, 210), record("transformer_sman", 2, 50, None)]
+    rows = compare.summarize(records, "transformer", lowercase=True, samples=10)
+    clocks = {row["arch"]: (row["decode_speed_clock"], row["decode_speed_ratio"]) for row in rows}
+    # by hand: DMAN (336/420 + 320/400) / 2 = (0.8 + 0.8) / 2; SMAN (200/400 + 50/100) / 2 = 0.5
+    assert clocks == {"transformer": ("cpu", 1.0), "transformer_dman": ("cpu", 0.8), "transformer_sman": ("wall", 0.5)}
+    table = compare.markdown_table(rows, "transformer")
+    assert "| 1.00 | 0.80 |" in table.split("transformer_dman")[1].split("\n")[0]
+    assert "| 1.00 | 0.50 (wall clock) |" in table.split("transformer_sman")[1].split("\n")[0]
+    assert "per CPU second" in compare.decoding_speed_note(rows)
+    # every run on the wall clock (a GPU grid, or runs decoded before the CPU time was logged): no marks, the old note
+    wall_only = compare.summarize([{**r, "decode_tokens_per_cpu_s": None} for r in records], "transformer",
+                                  lowercase=True, samples=10)
+    assert {row["decode_speed_clock"] for row in wall_only} == {"wall"}
+    assert "wall clock" not in compare.markdown_table(wall_only, "transformer")
+    assert compare.decoding_speed_note(wall_only) == "decoding target tokens/s (fairseq-generate)"
+
+
+def test_the_decoding_cpu_speed_is_read_from_timed_generates_line(tmp_path):
+    from fairseq_localness.evaluation.outputs import generation_cpu_line
+
+    (tmp_path / compare.GENERATE_LOG).write_text(
+        "INFO:fairseq_cli.generate:Translated 1,000 sentences (13,759 tokens) in 103.3s (9.68 sentences/s, 133.25 "
+        "tokens/s)\nINFO:fairseq_localness.evaluation.timed_generate:" + generation_cpu_line(10.0, 13759) + "\n")
+    assert compare.decoding_speed(tmp_path) == 133.25
+    assert compare.decoding_cpu_speed(tmp_path) == 1375.9  # 13,759 tokens / 10 s, by hand
+    (tmp_path / compare.GENERATE_LOG).write_text("Translated 1,000 sentences (13,759 tokens) in 10.0s (100.0 "
+                                                 "sentences/s, 1375.90 tokens/s)\n")  # a GPU decoding: no CPU line
+    assert compare.decoding_cpu_speed(tmp_path) is None
+
+
 def test_each_seeds_difference_and_the_length_ratio_by_hand(monkeypatch):
     """Δ per seed: each seed's BLEU minus the baseline's of that seed, on the seeds both have (seed 3, which the
     baseline lacks, does not enter); the length ratio is the mean over the row's seeds. The pooled Δ comes from
@@ -970,6 +1015,9 @@ def test_tiny_grid_table_columns_and_files(tiny_grid):
     runs = json.loads((out / "runs.json").read_text())
     assert len(runs) == 4 and {r["updates"] for r in runs} == {6}
     assert all(r["decode_tokens_per_s"] for r in runs)
+    # decoded on the CPU through timed_generate: every run has its CPU-clock speed, and so every row reads that clock
+    assert all(r["decode_tokens_per_cpu_s"] for r in runs) and {r["decode_speed_clock"] for r in rows} == {"cpu"}
+    assert "decoding target tokens per CPU second" in table and "(wall clock)" not in table
     # BLEU by source length: the synthetic test sentences have 3-12 words, so buckets 1-5, 6-9 and >9 hold all 40
     buckets = (out / "buckets.csv").read_text().splitlines()
     per_run = [line.split(",") for line in buckets[1:] if ",transformer,pre,1," in line]

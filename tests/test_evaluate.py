@@ -311,3 +311,25 @@ def test_evaluate_errors(trained: dict[str, Path], tmp_path: Path) -> None:
             evaluate.main([ckpt, data_bin, "--checkpoint", "checkpoint3.pt", flag, str(short),
                            "--out", str(tmp_path / "eval2")])
     assert not (tmp_path / "eval2").exists()
+
+
+def test_the_generation_timer_counts_cpu_time_not_waiting() -> None:
+    """timed_generate's stopwatch sums fairseq's wall-clock intervals and, beside them, the process's CPU time over
+    the same intervals: a wait (here a sleep, like a stopped process or one waiting for a core) moves only the
+    first, a computation both."""
+    import time
+
+    from fairseq_localness.evaluation.timed_generate import CPUTimedStopwatch
+
+    timer = CPUTimedStopwatch()
+    timer.start()
+    time.sleep(0.3)
+    timer.stop(7)
+    assert timer.sum >= 0.3 and timer.cpu_sum < 0.1 and timer.n == 7
+    timer.start()
+    end = time.process_time() + 0.2
+    while time.process_time() < end:  # busy: 0.2 s of CPU time
+        pass
+    timer.stop(5)
+    assert 0.2 <= timer.cpu_sum <= timer.sum - 0.3 + 0.05 and timer.n == 12
+    assert timer in CPUTimedStopwatch.made

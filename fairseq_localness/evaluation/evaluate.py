@@ -4,7 +4,8 @@
 
 1. pick the checkpoint -- ``--checkpoint NAME`` (default ``checkpoint_best.pt``), or the
    average of the last N epoch (or update) checkpoints with ``--avg-last N`` [``--avg-updates``];
-2. ``fairseq-generate --user-dir <fairseq_localness>`` with the decoding settings;
+2. ``fairseq-generate --user-dir <fairseq_localness>`` with the decoding settings (through :mod:`.timed_generate`,
+   whose log also gives the generation loop's CPU time on a CPU);
 3. score (see :mod:`.scoring`): tokenised BLEU (optionally case-insensitive / compound-split),
    sacreBLEU + chrF on detokenised output against ``--detok-ref``, paired bootstrap against
    ``--baseline-hyp``; write ``OUT/scores.json`` and print a summary.
@@ -215,7 +216,7 @@ def resolve_checkpoint(a: argparse.Namespace, out: str) -> tuple[str, list[str]]
 
 def run_generate(a: argparse.Namespace, checkpoint: str, src: str, tgt: str, remove_bpe: str,
                  out_txt: str) -> list[str]:
-    cmd = [sys.executable, "-m", "fairseq_cli.generate", a.data_bin, "--user-dir", user_dir(),
+    cmd = [sys.executable, "-m", "fairseq_localness.evaluation.timed_generate", a.data_bin, "--user-dir", user_dir(),
            "--path", checkpoint, "--gen-subset", a.subset, "--source-lang", src, "--target-lang", tgt,
            "--beam", str(a.beam), "--lenpen", str(a.lenpen), "--max-len-a", str(a.max_len_a),
            "--max-len-b", str(a.max_len_b), "--max-tokens", str(a.max_tokens),

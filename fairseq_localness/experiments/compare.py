@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from ..cli import int_at_least
-from ..evaluation.outputs import HYP_DETOK, HYP_TOK, REF_TOK, SCORES, generate_log, generate_output
+from ..evaluation.outputs import GENERATION_CPU, HYP_DETOK, HYP_TOK, REF_TOK, SCORES, generate_log, generate_output
 from ..paths import CONFIG_DIR, REPO, SCRIPTS_DIR, CheckoutError, require_checkout
 from ..provenance import checkout_of, directory_problem, machine_description, portable_paths, write_atomically
 from . import run_analyses
@@ -499,6 +499,18 @@ def decoding_speed(eval_dir: Path) -> Optional[float]:
     return None
 
 
+def decoding_cpu_speed(eval_dir: Path) -> Optional[float]:
+    """Target tokens per CPU second of the generation loop, from the line ``timed_generate`` logs after a decoding
+    on the CPU; None where the log has none (a GPU decoding, or one from before that line was logged)."""
+    for name in (GENERATE_LOG, GENERATED):
+        path = eval_dir / name
+        matches = GENERATION_CPU.findall(path.read_text(encoding="utf-8", errors="replace")) if path.is_file() else []
+        if matches:
+            seconds, tokens = float(matches[-1][0]), int(matches[-1][1].replace(",", ""))
+            return round(tokens / seconds, 2) if seconds > 0 else None
+    return None
+
+
 def training_epochs(log: Path) -> Tuple[Optional[int], Optional[float], Optional[int]]:
     """(epochs trained, best validation loss, update of the best) from a run's hydra_train.log."""
     points = validation_points(log)
@@ -525,6 +537,7 @@ def collect_run(grid: Grid, spec: RunSpec) -> Dict[str, Any]:
         "params": run["params"], "train_wps": run["train_wps"], "updates": run["updates"],
         "epochs": epochs, "best_valid_loss": best_loss, "best_update": best_update,
         "decode_tokens_per_s": decoding_speed(run_dir / EVAL_DIR),
+        "decode_tokens_per_cpu_s": decoding_cpu_speed(run_dir / EVAL_DIR),
         "placement": placement(run_dir / "checkpoints" / "hydra_train.log"),
         "sacrebleu_signature": (scores.get("sacrebleu") or {}).get("signature"),
         # relative to WORK/LABEL: the record reads the same in the published copy, wherever the checkout lies
@@ -698,7 +711,9 @@ def summarize(records: List[Dict[str, Any]], baseline: str, lowercase: bool, sam
         row["placement"] = " / ".join(dict.fromkeys(r.get("placement") or "no training log" for r in runs))
         base_by_seed = {r["seed"]: r for r in base_runs}
         common = [r for r in runs if r["seed"] in base_by_seed]
-        for speed, ratio in (("train_wps", "train_speed_ratio"), ("decode_tokens_per_s", "decode_speed_ratio")):
+        row["decode_speed_clock"] = decoding_clock(common, base_by_seed)
+        decode_speed = "decode_tokens_per_cpu_s" if row["decode_speed_clock"] == "cpu" else "decode_tokens_per_s"
+        for speed, ratio in (("train_wps", "train_speed_ratio"), (decode_speed, "decode_speed_ratio")):
             # each run against the baseline's run of its seed, which shared its conditions (the grid's later seeds
             # may train under other settings than its first: a mean over all seeds would mix them), then the mean.
             # Rounded once, to the two decimals the tables print.
@@ -722,6 +737,17 @@ def summarize(records: List[Dict[str, Any]], baseline: str, lowercase: bool, sam
     return rows
 
 
+def decoding_clock(runs: Sequence[Dict[str, Any]], base_by_seed: Dict[int, Dict[str, Any]]) -> str:
+    """'cpu' where every run timed by the wall clock, and the baseline's run of its seed, also has its decoding's CPU
+    time: a pause or a busy core does not move that clock. Else 'wall', for every pair of the row alike (a mean of
+    ratios on two clocks would mix what they measure)."""
+    def both(run: Dict[str, Any], key: str) -> bool:
+        return bool(run.get(key) and base_by_seed[run["seed"]].get(key))
+
+    timed = [r for r in runs if both(r, "decode_tokens_per_s")]
+    return "cpu" if timed and all(both(r, "decode_tokens_per_cpu_s") for r in timed) else "wall"
+
+
 def _round(value: Optional[float], digits: int = 2) -> Optional[float]:
     return None if value is None else round(value, digits)
 
@@ -735,6 +761,7 @@ def _pm(mean: Optional[float], sd: Optional[float], digits: int = 2) -> str:
 def markdown_table(rows: List[Dict[str, Any]], baseline: str) -> str:
     """The comparison table (one row per norm placement and architecture)."""
     baseline_seeds = {row["norm"]: row["seeds"] for row in rows if row["arch"] == baseline}
+    on_cpu_clock = any(row.get("decode_speed_clock") == "cpu" for row in rows)
     lines = ["| architecture | norm | seeds | sacreBLEU | tokenized BLEU | chrF | length ratio | "
              "Δ sacreBLEU vs baseline (p) | Δ per seed | parameters | training speed | decoding speed | epochs |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -756,7 +783,7 @@ def markdown_table(rows: List[Dict[str, Any]], baseline: str) -> str:
             f"{_ratio(row.get('length_ratio'), 3)} | {delta} | "
             f"{', '.join(f'{d:+.2f}' for d in per_seed) if per_seed else '-'} | "
             f"{_params(row['params'])} | {speed_cell(row, 'train_speed_ratio')} | "
-            f"{speed_cell(row, 'decode_speed_ratio')} | "
+            f"{speed_cell(row, 'decode_speed_ratio')}{wall_clock_mark(row, on_cpu_clock)} | "
             f"{_pm(row['epochs'], row['epochs_sd'], digits=1)} |")
     return "\n".join(lines) + "\n"
 
@@ -792,6 +819,25 @@ def placement_table(rows: List[Dict[str, Any]]) -> str:
 
 def _params(value: Optional[int]) -> str:
     return "n/a" if value is None else f"{value / 1e6:.2f}M"
+
+
+def decoding_speed_note(rows: Sequence[Dict[str, Any]]) -> str:
+    """What the table's decoding speeds count: the wall clock's target tokens/s, or, where runs decoded on the CPU
+    logged their CPU time, target tokens per CPU second (:mod:`..evaluation.timed_generate`)."""
+    wall = "decoding target tokens/s (fairseq-generate)"
+    if not any(row.get("decode_speed_clock") == "cpu" for row in rows):
+        return wall
+    return ("decoding target tokens per CPU second of fairseq-generate's generation loop (its log; that clock does "
+            "not advance while the process waits for a core or is stopped), or, in a cell marked 'wall clock', "
+            "target tokens per wall-clock second (fairseq-generate's closing line), where a run of the row or its "
+            "baseline's run of the same seed decoded without that record")
+
+
+def wall_clock_mark(row: Dict[str, Any], on_cpu_clock: bool) -> str:
+    """' (wall clock)' after a decoding-speed ratio timed by the wall clock in a table whose other ratios are
+    timed by the CPU clock (:func:`decoding_clock`); nothing where the whole table reads one clock."""
+    timed = row.get("decode_speed_ratio") is not None
+    return " (wall clock)" if on_cpu_clock and timed and row.get("decode_speed_clock") != "cpu" else ""
 
 
 def speed_cell(row: Dict[str, Any], ratio: str) -> str:
@@ -988,7 +1034,7 @@ def write_outputs(grid: Grid, records: List[Dict[str, Any]], rows: List[Dict[str
         "ratio: hypothesis over reference length, of that BLEU, mean over seeds; below 1, the brevity penalty "
         "lowers BLEU, and a difference in BLEU may be one of length.",
         "Speeds: training target tokens/s (fairseq's wps: each run's median epoch, weighted by updates) and "
-        "decoding target tokens/s (fairseq-generate) as ratios to the baseline's run of the same seed in the same "
+        f"{decoding_speed_note(rows)} as ratios to the baseline's run of the same seed in the same "
         "grid, mean over the seeds both have (the seeds of Δ)"
         + (" (CPU runs: the ratios carry the noise of whatever else ran on the machine, the grid's other runs "
            "included; docs/benchmark.md measures speed on a quiet machine)." if not grid.gpus else "."),
