@@ -290,6 +290,13 @@ def test_decoding_ratios_read_the_cpu_clock_only_where_every_pair_has_it(monkeyp
     assert "| 1.00 | 0.80 |" in table.split("transformer_dman")[1].split("\n")[0]
     assert "| 1.00 | 0.50 (wall clock) |" in table.split("transformer_sman")[1].split("\n")[0]
     assert "per CPU second" in compare.decoding_speed_note(rows)
+    # a baseline seed without the CPU time puts the baseline's own row on the wall clock: its 1.00 is not marked
+    records[1]["decode_tokens_per_cpu_s"] = None
+    rows = compare.summarize(records[:4], "transformer", lowercase=True, samples=10)
+    assert [row["decode_speed_clock"] for row in rows] == ["wall", "wall"]
+    rows = compare.summarize(records[:3], "transformer", lowercase=True, samples=10)  # DMAN's seed 1 only
+    assert [row["decode_speed_clock"] for row in rows] == ["wall", "cpu"]
+    assert "(wall clock)" not in compare.markdown_table(rows, "transformer")
     # every run on the wall clock (a GPU grid, or runs decoded before the CPU time was logged): no marks, the old note
     wall_only = compare.summarize([{**r, "decode_tokens_per_cpu_s": None} for r in records], "transformer",
                                   lowercase=True, samples=10)

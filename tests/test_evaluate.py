@@ -333,3 +333,19 @@ def test_the_generation_timer_counts_cpu_time_not_waiting() -> None:
     timer.stop(5)
     assert 0.2 <= timer.cpu_sum <= timer.sum - 0.3 + 0.05 and timer.n == 12
     assert timer in CPUTimedStopwatch.made
+
+
+def test_the_decoder_imports_the_package_its_user_dir_names(tmp_path) -> None:
+    """evaluate.sh's decoder runs as a module of this package: run from a directory that holds another
+    `fairseq_localness` (another checkout), it still imports this one, the one its --user-dir names."""
+    decoy = tmp_path / "fairseq_localness"
+    decoy.mkdir()
+    (decoy / "__init__.py").write_text("raise ImportError('the checkout in the working directory was imported')\n")
+    env = evaluate.package_first_env()
+    found = subprocess.run([*evaluate.GENERATE, "--help"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert found.returncode == 0, found.stderr[-2000:]
+    assert "--user-dir" in found.stdout
+    # the mechanism, shown: the same module without -P and this package first imports the decoy
+    plain = subprocess.run([sys.executable, "-m", "fairseq_localness.evaluation.timed_generate", "--help"],
+                           cwd=tmp_path, capture_output=True, text=True)
+    assert plain.returncode != 0 and "the checkout in the working directory was imported" in plain.stderr

@@ -571,7 +571,8 @@ def test_fan_t2_row_trains_and_is_scored_through_reproduce_sh(summarization_bin,
     run_dir = tmp_path / "work" / "fan2021" / "table2" / "man-cnndm"
     rouge_scores = json.loads((run_dir / "eval-test" / "scores.json").read_text())["rouge"]
     # fairseq-generate ran with test-man-base-cnndm.sh's settings
-    generate = options.parse_args_and_arch(options.get_generation_parser(), shlex.split(rouge_scores["command"])[3:])
+    words = shlex.split(rouge_scores["command"])  # python -P -m MODULE ARGS...
+    generate = options.parse_args_and_arch(options.get_generation_parser(), words[words.index("-m") + 2:])
     assert (generate.beam, generate.lenpen, generate.min_len, generate.max_len_b, generate.no_repeat_ngram_size) == \
         (5, 2.0, 50, 200, 3)
     assert (generate.truncate_source, generate.max_source_positions, generate.path) == \

@@ -214,9 +214,22 @@ def resolve_checkpoint(a: argparse.Namespace, out: str) -> tuple[str, list[str]]
     return path, []
 
 
+#: fairseq-generate, timed by the CPU clock too. With -P and :func:`package_first_env`, the decoder imports this very
+#: package, the one --user-dir names, not another checkout in the directory the command runs in (fairseq refuses a
+#: --user-dir other than the package of that name it imported)
+GENERATE = [sys.executable, "-P", "-m", "fairseq_localness.evaluation.timed_generate"]
+
+
+def package_first_env() -> dict[str, str]:
+    """The environment with the directory that holds this package first on PYTHONPATH (see :data:`GENERATE`)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (os.path.dirname(user_dir()), env.get("PYTHONPATH")) if p)
+    return env
+
+
 def run_generate(a: argparse.Namespace, checkpoint: str, src: str, tgt: str, remove_bpe: str,
                  out_txt: str) -> list[str]:
-    cmd = [sys.executable, "-m", "fairseq_localness.evaluation.timed_generate", a.data_bin, "--user-dir", user_dir(),
+    cmd = [*GENERATE, a.data_bin, "--user-dir", user_dir(),
            "--path", checkpoint, "--gen-subset", a.subset, "--source-lang", src, "--target-lang", tgt,
            "--beam", str(a.beam), "--lenpen", str(a.lenpen), "--max-len-a", str(a.max_len_a),
            "--max-len-b", str(a.max_len_b), "--max-tokens", str(a.max_tokens),
@@ -233,7 +246,7 @@ def run_generate(a: argparse.Namespace, checkpoint: str, src: str, tgt: str, rem
     log = os.path.splitext(out_txt)[0] + ".log"
     print("running: " + shlex.join(cmd), file=sys.stderr)
     with open(out_txt, "w", encoding="utf-8") as fout, open(log, "w", encoding="utf-8") as ferr:
-        rc = subprocess.run(cmd, stdout=fout, stderr=ferr).returncode
+        rc = subprocess.run(cmd, stdout=fout, stderr=ferr, env=package_first_env()).returncode
     if rc != 0:
         with open(log, encoding="utf-8", errors="replace") as f:
             tail = "".join(f.readlines()[-15:])

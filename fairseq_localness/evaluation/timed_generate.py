@@ -4,14 +4,15 @@ fairseq-generate times its generation loop by the wall clock (its ``StopwatchMet
 closes with ``Translated N sentences (T tokens) in Ws (... tokens/s)``. On a CPU that other work shares, or
 while the process is stopped, that speed measures the machine as much as the model. This runs the same
 ``fairseq_cli.generate`` with its timer also counting the process's CPU time over the same intervals
-(``time.process_time``, which does not advance while the process waits for a core or is stopped), and, when it
-decoded on the CPU, logs one line after fairseq's own::
+(``time.process_time``, which does not advance while the process waits for a core or is stopped; it still counts
+the slowing by other processes' use of the shared caches and memory), and, when it decoded on the CPU, logs one
+line after fairseq's own::
 
-    Generation CPU time: 10.2s for 13,759 target tokens (1349.0 tokens per CPU second)
+    Generation CPU time: 10.200s for 13,759 target tokens (1348.9 tokens per CPU second)
 
 The CPU time sums the process's threads: with one thread (``OMP_NUM_THREADS=1``, as the comparison runs) it is
 the time the loop computed. On a GPU the CPU time is mostly launching kernels and waiting for them, so no line
-is logged there. Arguments are fairseq-generate's; ``evaluate.sh`` runs this in its place.
+is logged there. Arguments are fairseq-generate's; ``evaluate.sh`` always runs this in its place.
 """
 from __future__ import annotations
 
@@ -44,8 +45,12 @@ class CPUTimedStopwatch(StopwatchMeter):
 
     def stop(self, n=1, prehook=None) -> None:
         if self.start_time is not None and self.cpu_start is not None:
-            super().stop(n, prehook)  # fairseq's prehook (a CUDA synchronise) runs before either clock is read
+            super().stop(n, prehook)
             self.cpu_sum += time.process_time() - self.cpu_start
+
+    def reset(self) -> None:
+        self.cpu_sum = 0.0
+        super().reset()  # zeroes the wall-clock sum and starts again, on both clocks
 
 
 def decoded_on_cpu(argv: List[str]) -> bool:

@@ -717,7 +717,7 @@ def summarize(records: List[Dict[str, Any]], baseline: str, lowercase: bool, sam
             # each run against the baseline's run of its seed, which shared its conditions (the grid's later seeds
             # may train under other settings than its first: a mean over all seeds would mix them), then the mean.
             # Rounded once, to the two decimals the tables print.
-            timed = [r for r in common if r[speed] and base_by_seed[r["seed"]][speed]]
+            timed = [r for r in common if r.get(speed) and base_by_seed[r["seed"]].get(speed)]
             mean, _ = mean_sd([r[speed] / base_by_seed[r["seed"]][speed] for r in timed])
             row[ratio] = _round(mean)
             if timed and len(timed) < len(common):  # a run without its speed (an unreadable log): said, not hidden
@@ -783,7 +783,7 @@ def markdown_table(rows: List[Dict[str, Any]], baseline: str) -> str:
             f"{_ratio(row.get('length_ratio'), 3)} | {delta} | "
             f"{', '.join(f'{d:+.2f}' for d in per_seed) if per_seed else '-'} | "
             f"{_params(row['params'])} | {speed_cell(row, 'train_speed_ratio')} | "
-            f"{speed_cell(row, 'decode_speed_ratio')}{wall_clock_mark(row, on_cpu_clock)} | "
+            f"{speed_cell(row, 'decode_speed_ratio')}{wall_clock_mark(row, on_cpu_clock, baseline)} | "
             f"{_pm(row['epochs'], row['epochs_sd'], digits=1)} |")
     return "\n".join(lines) + "\n"
 
@@ -828,16 +828,18 @@ def decoding_speed_note(rows: Sequence[Dict[str, Any]]) -> str:
     if not any(row.get("decode_speed_clock") == "cpu" for row in rows):
         return wall
     return ("decoding target tokens per CPU second of fairseq-generate's generation loop (its log; that clock does "
-            "not advance while the process waits for a core or is stopped), or, in a cell marked 'wall clock', "
+            "not advance while the process waits for a core or is stopped, though it still counts the slowing by "
+            "the other processes' use of the shared caches and memory), or, in a cell marked 'wall clock', "
             "target tokens per wall-clock second (fairseq-generate's closing line), where a run of the row or its "
-            "baseline's run of the same seed decoded without that record")
+            "baseline's run of the same seed decoded without that record,")
 
 
-def wall_clock_mark(row: Dict[str, Any], on_cpu_clock: bool) -> str:
+def wall_clock_mark(row: Dict[str, Any], on_cpu_clock: bool, baseline: str) -> str:
     """' (wall clock)' after a decoding-speed ratio timed by the wall clock in a table whose other ratios are
     timed by the CPU clock (:func:`decoding_clock`); nothing where the whole table reads one clock."""
     timed = row.get("decode_speed_ratio") is not None
-    return " (wall clock)" if on_cpu_clock and timed and row.get("decode_speed_clock") != "cpu" else ""
+    wall = on_cpu_clock and timed and row.get("decode_speed_clock") != "cpu"
+    return " (wall clock)" if wall and row["arch"] != baseline else ""  # the baseline's 1.00 holds on either clock
 
 
 def speed_cell(row: Dict[str, Any], ratio: str) -> str:
