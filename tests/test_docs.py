@@ -312,6 +312,55 @@ def test_readme_one_process_speed_column_by_hand(tmp_path):
         compare_readme.render(results, tmp_path)
 
 
+def test_the_speed_figure_points_by_hand(tmp_path):
+    """The front door's figure: the first corpus's rows in the recipe's norm placement that the one-process
+    measurement timed, BLEU (mean, sd) against the median and interquartile range of their speed ratio; written
+    by compare_readme (CSV and PNG beside the results' parent), linked from the speed line once drawn, and held to
+    its files by --check."""
+    import json
+
+    from fairseq_localness.experiments import compare_readme
+
+    results = tmp_path / "docs" / "results" / "compare"
+    (results / "multi30k_de_en").mkdir(parents=True)
+    rows = [{"arch": "transformer", "norm": "pre", "seeds": [1, 2, 3], "sacrebleu": 40.57, "sacrebleu_sd": 0.12,
+             "params": 2_396_672},
+            {"arch": "transformer_dman", "norm": "pre", "seeds": [1, 2], "sacrebleu": 42.06, "sacrebleu_sd": 0.24,
+             "params": 2_804_501},
+            {"arch": "transformer_cnns", "norm": "pre", "seeds": [1], "sacrebleu": 41.46, "sacrebleu_sd": None,
+             "params": 3_777_536},  # not measured in one process: no point
+            {"arch": "transformer", "norm": "post", "seeds": [1], "sacrebleu": 41.41, "sacrebleu_sd": None,
+             "params": 2_396_160}]  # another norm placement than the one measured: no point
+    table = results / "multi30k_de_en" / "table.json"
+    table.write_text(json.dumps({"caption": "multi30k_de_en: 7 runs", "baseline": "transformer", "rows": rows}))
+    assert compare_readme.speed_figure_points(results) == []  # no one-process file
+    spread = {"median": 0.8119, "q1": 0.8026, "q3": 0.8278, "min": 0.72, "max": 0.83, "rounds": 7}
+    benchmark = {"date": "2026-01-02", "time": "10:00-10:10 UTC", "machine": "2-core CPU", "command": "benchmark",
+                 "source": "written by the command", "torch": "2.13.0+cpu",
+                 "records": [{"arch": "transformer", "seq_len": 16, "params": 2_396_672,
+                              "train_ratio": {**spread, "median": 1.0, "q1": 1.0, "q3": 1.0}},
+                             {"arch": "transformer_dman", "seq_len": 16, "params": 2_804_501, "train_ratio": spread}]}
+    (tmp_path / "docs" / "results" / "benchmark").mkdir()
+    (tmp_path / "docs" / "results" / "benchmark" / "compare-size-cpu-time.json").write_text(json.dumps(benchmark))
+    assert compare_readme.speed_figure_csv(compare_readme.speed_figure_points(results)) == (
+        "arch,norm,seeds,metric,bleu,bleu_sd,speed_median,speed_q1,speed_q3,speed_rounds\n"
+        "transformer,pre,3,sacrebleu,40.57,0.12,1.0000,1.0000,1.0000,7\n"
+        "transformer_dman,pre,2,sacrebleu,42.06,0.24,0.8119,0.8026,0.8278,7\n")
+    assert "compare-bleu-one-process-speed" not in compare_readme.render(results, tmp_path)  # not drawn: not linked
+    assert compare_readme.speed_figure(results, check=True) == 1  # --check writes nothing, and says so
+    figures = tmp_path / "docs" / "figures"
+    assert not figures.exists()
+    assert compare_readme.speed_figure(results, check=False) == 0
+    assert (figures / "compare-bleu-one-process-speed.png").read_bytes().startswith(b"\x89PNG")
+    assert ", [figure](docs/figures/compare-bleu-one-process-speed.png) of Multi30k de→en's pre-norm BLEU against " \
+           "this speed ([its points](docs/figures/compare-bleu-one-process-speed.csv))." in \
+           compare_readme.render(results, tmp_path)
+    assert compare_readme.speed_figure(results, check=True) == 0
+    rows[1]["sacrebleu"] = 42.1  # a new seed moves a point: --check sees the figure's points differ
+    table.write_text(json.dumps({"caption": "multi30k_de_en: 8 runs", "baseline": "transformer", "rows": rows}))
+    assert compare_readme.speed_figure(results, check=True) == 1
+
+
 # ---------------------------------------------------------------------------------------------------- links
 
 

@@ -1534,31 +1534,78 @@ def label_offsets(anchors: Sequence[Tuple[float, float]], texts: Sequence[str]) 
 
 def plot(rows: List[Dict[str, Any]], baseline: str, path: Path, title: str) -> None:
     """BLEU (mean, error bar: sd over seeds) against the training-speed ratio to the baseline."""
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(8, 5.5))
     metric = "sacrebleu" if any(r["sacrebleu"] is not None for r in rows) else "tokenized_bleu"
-    labelled = []
     # a row without a speed ratio (no seed in common with the baseline, or no speeds logged) has no x: not drawn
     unplaced = [f"{r['arch']} ({r['norm']})" for r in rows if r[metric] is not None and r["train_speed_ratio"] is None]
+    series = []
     for norm, marker in (("pre", "o"), ("post", "s")):
-        points = [r for r in rows if r["norm"] == norm and r[metric] is not None and r["train_speed_ratio"] is not None]
-        if not points:
-            continue
-        ax.errorbar([r["train_speed_ratio"] for r in points], [r[metric] for r in points],
-                    yerr=[r[f"{metric}_sd"] or 0.0 for r in points], fmt=marker, capsize=3, label=f"{norm}-norm")
-        labelled += [(r["arch"].replace("transformer_", "") if r["arch"] != baseline else r["arch"],
-                      (r["train_speed_ratio"], r[metric])) for r in points]
+        points = [ScatterPoint(short_name(r["arch"], baseline), r["train_speed_ratio"], r[metric],
+                               yerr=r[f"{metric}_sd"] or 0.0)
+                  for r in rows if r["norm"] == norm and r[metric] is not None and r["train_speed_ratio"] is not None]
+        if points:
+            series.append(ScatterSeries(f"{norm}-norm", marker, points))
     if unplaced:
         title += "\nnot drawn (no speed ratio): " + ", ".join(unplaced)
+    labelled_scatter(series, path, title, f"training speed relative to {baseline} (same grid)",
+                     ("sacreBLEU" if metric == "sacrebleu" else "tokenized BLEU") + " (mean ± sd over seeds)")
+
+
+def short_name(arch: str, baseline: str) -> str:
+    """A figure's point label: the architecture without its ``transformer_`` prefix, the baseline in full."""
+    return arch if arch == baseline else arch.replace("transformer_", "")
+
+
+@dataclass
+class ScatterPoint:
+    """One labelled point; ``xerr`` an (below, above) extent where the x value has a spread, ``yerr`` a half-width."""
+    label: str
+    x: float
+    y: float
+    yerr: float = 0.0
+    xerr: Optional[Tuple[float, float]] = None
+
+
+@dataclass
+class ScatterSeries:
+    """Points drawn alike, under one legend entry; ``hollow`` draws unfilled markers."""
+    legend: str
+    marker: str
+    points: List[ScatterPoint]
+    hollow: bool = False
+
+
+def labelled_scatter(series: Sequence[ScatterSeries], path: Path, title: str, xlabel: str, ylabel: str,
+                     guides: Tuple[Optional[float], Optional[float]] = (None, None)) -> None:
+    """A scatter of labelled points with error bars, each label where it overprints no other (:func:`label_offsets`;
+    a thin line joins a label moved further than beside its point). ``guides``: an x and a y to mark with a thin
+    dashed line (the baseline's)."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    if guides[0] is not None:
+        ax.axvline(guides[0], color="0.6", linestyle="--", linewidth=0.7, zorder=0)
+    if guides[1] is not None:
+        ax.axhline(guides[1], color="0.6", linestyle="--", linewidth=0.7, zorder=0)
+    labelled: List[ScatterPoint] = []
+    for group in series:
+        xerr = None
+        if any(p.xerr for p in group.points):
+            xerr = [[(p.xerr or (0.0, 0.0))[0] for p in group.points], [(p.xerr or (0.0, 0.0))[1] for p in group.points]]
+        drawn = ax.errorbar([p.x for p in group.points], [p.y for p in group.points],
+                            yerr=[p.yerr for p in group.points], xerr=xerr, fmt=group.marker, capsize=3,
+                            label=group.legend)
+        if group.hollow:
+            drawn.lines[0].set_markerfacecolor("none")
+        labelled += group.points
     ax.get_xlim(), ax.get_ylim()  # settle the autoscaled limits the points set, before reading them
     box = ax.get_position()  # the axes in figure fractions: data -> axes fractions -> points
     size = (fig.get_figwidth() * 72 * box.width, fig.get_figheight() * 72 * box.height)
-    anchors = [(u * size[0], v * size[1]) for u, v in (ax.transLimits.transform(xy) for _, xy in labelled)]
-    texts = [text for text, _ in labelled]
-    for (text, xy), offset in zip(labelled, label_offsets(anchors, texts)):
-        ax.annotate(text, xy, fontsize=LABEL_FONT, xytext=offset, textcoords="offset points")
-    ax.set_xlabel(f"training speed relative to {baseline} (same grid)")
-    ax.set_ylabel(("sacreBLEU" if metric == "sacrebleu" else "tokenized BLEU") + " (mean ± sd over seeds)")
+    anchors = [(u * size[0], v * size[1]) for u, v in (ax.transLimits.transform((p.x, p.y)) for p in labelled)]
+    for point, offset in zip(labelled, label_offsets(anchors, [p.label for p in labelled])):
+        moved = abs(offset[1]) > LABEL_LINE + 2  # below the four places beside the point
+        ax.annotate(point.label, (point.x, point.y), fontsize=LABEL_FONT, xytext=offset, textcoords="offset points",
+                    arrowprops=dict(arrowstyle="-", linewidth=0.4, color="0.4") if moved else None)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend()

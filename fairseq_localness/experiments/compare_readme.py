@@ -7,7 +7,9 @@ per published corpus (its caption with date, machine and command, and links to i
 curves, runs and BLEU by length), then one compact table with a row per (architecture, norm placement) and a
 column per corpus (BLEU, and the difference from the baseline with its significance mark), read from each
 corpus's ``table.json``, and a last column of each architecture's training speed measured in one process
-(docs/results/benchmark/compare-size-cpu-time.json, with its own line of date, machine and command). The full
+(docs/results/benchmark/compare-size-cpu-time.json, with its own line of date, machine and command), and the
+figure of the first corpus's BLEU against that speed (docs/figures/compare-bleu-one-process-speed.png, drawn from
+the CSV beside it, which ``--check`` compares). The full
 tables (every metric, the recipe, the test) stay in docs/results/compare/, so the README stays short while the
 grid grows. It also writes the train-short / test-long block of
 docs/methods/modern.md (``<!-- extrapolation-results -->``) from the Europarl split's BLEU by source length.
@@ -25,7 +27,8 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from ..paths import REPO
 from . import run_analyses
-from .compare import mean_sd, seed_deltas, seeds_note, speed_cell
+from .compare import (ScatterPoint, ScatterSeries, labelled_scatter, mean_sd, seed_deltas, seeds_note, short_name,
+                      speed_cell)
 from .doc_tables import load_run, markdown, measured_at, replace_block
 
 RESULTS = REPO / "docs" / "results" / "compare"
@@ -94,9 +97,92 @@ def one_process_speed(results: Path, base: Path, recipe_table: Dict) -> Tuple[Op
             f"{first['train_ratio']['rounds']} rounds; "
             f"measured {measured_at(run)}; command: "
             f"`{run['command']}`; [result file]({Path(os.path.relpath(path, base)).as_posix()}), "
-            f"[table]({Path(os.path.relpath(REPO / 'docs' / 'compare.md', base)).as_posix()}#the-table)."
+            f"[table]({Path(os.path.relpath(REPO / 'docs' / 'compare.md', base)).as_posix()}#the-table)"
+            + speed_figure_link(results, base, recipe_table) + "."
             + (f" {run['note'].rstrip('.')}." if run.get("note") else ""))  # what the load average means, say
     return line, ratios
+
+
+#: the front door's figure: the first corpus's BLEU against the one-process training speed, in the figures folder
+#: beside ``RESULTS``'s parent (docs/figures/): its points in the CSV, which ``--check`` compares, and the PNG drawn
+#: from them
+SPEED_FIGURE = "compare-bleu-one-process-speed"
+SPEED_FIGURE_FIELDS = ("arch", "norm", "seeds", "metric", "bleu", "bleu_sd", "speed_median", "speed_q1", "speed_q3",
+                       "speed_rounds")
+
+
+def speed_figure_path(results: Path, suffix: str) -> Path:
+    return results.parent.parent / "figures" / f"{SPEED_FIGURE}{suffix}"
+
+
+def speed_figure_link(results: Path, base: Path, recipe_table: Dict) -> str:
+    """', [figure](...) ...' where the speed figure is drawn (``main`` draws it before the pages are written)."""
+    png = speed_figure_path(results, ".png")
+    if not png.is_file():
+        return ""
+    rel = Path(os.path.relpath(png, base)).as_posix()
+    return (f", [figure]({rel}) of {CORPORA[0][2]}'s {recipe_table['rows'][0]['norm']}-norm BLEU against this "
+            f"speed ([its points]({rel.removesuffix('.png')}.csv))")
+
+
+def speed_figure_points(results: Path) -> List[Dict[str, str]]:
+    """The figure's points: every row of the first published corpus in the recipe's norm placement (the one the
+    one-process measurement timed; :func:`one_process_speed` checks its parameters) that was measured there, with
+    its BLEU (mean, sd over seeds) and its one-process training-speed ratio (median, interquartile range over the
+    rounds). Empty where either file is absent. Formatted as the CSV holds them."""
+    label = CORPORA[0][0]
+    table_path, speed_path = results / label / "table.json", results.parent / ONE_PROCESS_SPEED
+    if not table_path.is_file() or not speed_path.is_file():
+        return []
+    table = json.loads(table_path.read_text(encoding="utf-8"))
+    one_process_speed(results, REPO, table)  # refuses a measurement of another model size or norm placement
+    measured = {r["arch"]: r["train_ratio"] for r in load_run(speed_path)["records"]}
+    norm = table["rows"][0]["norm"]
+    points = []
+    for row in table["rows"]:
+        metric = "sacrebleu" if row.get("sacrebleu") is not None else "tokenized_bleu"
+        if row["norm"] != norm or row["arch"] not in measured or row.get(metric) is None:
+            continue
+        speed = measured[row["arch"]]
+        points.append({"arch": row["arch"], "norm": norm, "seeds": str(len(row["seeds"])), "metric": metric,
+                       "bleu": f"{row[metric]:.2f}",
+                       "bleu_sd": "" if row.get(metric + "_sd") is None else f"{row[metric + '_sd']:.2f}",
+                       "speed_median": f"{speed['median']:.4f}", "speed_q1": f"{speed['q1']:.4f}",
+                       "speed_q3": f"{speed['q3']:.4f}", "speed_rounds": str(speed["rounds"])})
+    return points
+
+
+def speed_figure_csv(points: Sequence[Dict[str, str]]) -> str:
+    import csv
+    import io
+
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=SPEED_FIGURE_FIELDS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(points)
+    return buffer.getvalue()
+
+
+def draw_speed_figure(points: Sequence[Dict[str, str]], path: Path, baseline: str) -> None:
+    """BLEU (error bar: sd over seeds) against the one-process training speed (error bar: interquartile range over
+    the rounds); filled markers for the rows with the most seeds, hollow ones for rows with fewer."""
+    most = max(int(p["seeds"]) for p in points)
+
+    def point(p: Dict[str, str]) -> ScatterPoint:
+        median, q1, q3 = float(p["speed_median"]), float(p["speed_q1"]), float(p["speed_q3"])
+        return ScatterPoint(short_name(p["arch"], baseline), median, float(p["bleu"]),
+                            yerr=float(p["bleu_sd"] or 0.0), xerr=(median - q1, q3 - median))
+
+    series = [ScatterSeries(f"{most} seeds", "o", [point(p) for p in points if int(p["seeds"]) == most])]
+    fewer = [point(p) for p in points if int(p["seeds"]) < most]
+    if fewer:
+        series.append(ScatterSeries(f"fewer seeds so far (1-{most - 1})", "o", fewer, hollow=True))
+    metric = "sacreBLEU" if points[0]["metric"] == "sacrebleu" else "tokenized BLEU"
+    base = next((float(p["bleu"]) for p in points if p["arch"] == baseline), None)
+    labelled_scatter(series, path, f"{CORPORA[0][2]}, {points[0]['norm']}-norm: {metric} against the training speed "
+                     f"measured in one process", f"training speed relative to {baseline}, one process (median, "
+                     f"interquartile range over {points[0]['speed_rounds']} rounds)",
+                     f"{metric} (mean ± sd over seeds)", guides=(1.0, base))
 
 
 def render(results: Path = RESULTS, base: Path = REPO) -> str:
@@ -255,6 +341,29 @@ def render_trained_attention(results: Path = RESULTS, page_dir: Path = ATTENTION
     return "\n\n".join(parts)
 
 
+def speed_figure(results: Path, check: bool) -> int:
+    """Write the speed figure's CSV and PNG where its points changed (or the PNG is missing); with ``check``, write
+    nothing and return 1 where they would be written."""
+    points = speed_figure_points(results)
+    if not points:
+        return 0
+    csv_path, png_path = speed_figure_path(results, ".csv"), speed_figure_path(results, ".png")
+    wanted = speed_figure_csv(points)
+    current = csv_path.read_text(encoding="utf-8") if csv_path.is_file() else None
+    if current == wanted and png_path.is_file():
+        return 0
+    if check:
+        print(f"{csv_path}: the speed figure's points differ from {results}; run "
+              "python -m fairseq_localness.experiments.compare_readme", file=sys.stderr)
+        return 1
+    csv_path.parent.mkdir(parents=True, exist_ok=True)
+    csv_path.write_text(wanted, encoding="utf-8")
+    baseline = json.loads((results / CORPORA[0][0] / "table.json").read_text(encoding="utf-8"))["baseline"]
+    draw_speed_figure(points, png_path, baseline)
+    print(f"updated {csv_path} and {png_path.name}")
+    return 0
+
+
 def replace_section(readme_text: str, section: str, where: str = "README.md") -> str:
     return replace_block(readme_text, BEGIN, END, section, where)
 
@@ -287,7 +396,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
               replace_block(attention, ATTENTION_BEGIN, ATTENTION_END,
                             render_trained_attention(args.results, args.attention_page.resolve().parent),
                             str(args.attention_page)))]
-    status = 0
+    status = speed_figure(args.results, args.check)
     for path, current, wanted in pages:
         if wanted == current:
             continue
