@@ -359,6 +359,19 @@ def test_the_speed_figure_points_by_hand(tmp_path):
     rows[1]["sacrebleu"] = 42.1  # a new seed moves a point: --check sees the figure's points differ
     table.write_text(json.dumps({"caption": "multi30k_de_en: 8 runs", "baseline": "transformer", "rows": rows}))
     assert compare_readme.speed_figure(results, check=True) == 1
+    # the command draws the figure before it writes the README, which links it in the same call
+    (figures / "compare-bleu-one-process-speed.png").unlink()
+    pages = {"--readme": "<!-- compare-results -->\n<!-- /compare-results -->\n",
+             "--extrapolation-page": "<!-- extrapolation-results -->\n<!-- /extrapolation-results -->\n",
+             "--attention-page": "<!-- trained-attention -->\n<!-- /trained-attention -->\n"}
+    argv = ["--results", str(results)]
+    for flag, body in pages.items():
+        (tmp_path / f"{flag[2:]}.md").write_text(body)
+        argv += [flag, str(tmp_path / f"{flag[2:]}.md")]
+    assert compare_readme.main(argv) == 0
+    assert "42.10" in (figures / "compare-bleu-one-process-speed.csv").read_text()
+    assert "[figure](docs/figures/compare-bleu-one-process-speed.png)" in (tmp_path / "readme.md").read_text()
+    assert compare_readme.main(["--check", *argv]) == 0
 
 
 # ---------------------------------------------------------------------------------------------------- links

@@ -163,9 +163,10 @@ def speed_figure_csv(points: Sequence[Dict[str, str]]) -> str:
     return buffer.getvalue()
 
 
-def draw_speed_figure(points: Sequence[Dict[str, str]], path: Path, baseline: str) -> None:
+def draw_speed_figure(points: Sequence[Dict[str, str]], path: Path, baseline: str, sources: str) -> None:
     """BLEU (error bar: sd over seeds) against the one-process training speed (error bar: interquartile range over
-    the rounds); filled markers for the rows with the most seeds, hollow ones for rows with fewer."""
+    the rounds); filled markers for the rows with the most seeds, hollow ones for rows with fewer. ``sources``: the
+    title's second line (the runs and the speed measurement it draws)."""
     most = max(int(p["seeds"]) for p in points)
 
     def point(p: Dict[str, str]) -> ScatterPoint:
@@ -180,7 +181,7 @@ def draw_speed_figure(points: Sequence[Dict[str, str]], path: Path, baseline: st
     metric = "sacreBLEU" if points[0]["metric"] == "sacrebleu" else "tokenized BLEU"
     base = next((float(p["bleu"]) for p in points if p["arch"] == baseline), None)
     labelled_scatter(series, path, f"{CORPORA[0][2]}, {points[0]['norm']}-norm: {metric} against the training speed "
-                     f"measured in one process", f"training speed relative to {baseline}, one process (median, "
+                     f"measured in one process\n{sources}", f"training speed relative to {baseline}, one process (median, "
                      f"interquartile range over {points[0]['speed_rounds']} rounds)",
                      f"{metric} (mean ± sd over seeds)", guides=(1.0, base))
 
@@ -358,8 +359,12 @@ def speed_figure(results: Path, check: bool) -> int:
         return 1
     csv_path.parent.mkdir(parents=True, exist_ok=True)
     csv_path.write_text(wanted, encoding="utf-8")
-    baseline = json.loads((results / CORPORA[0][0] / "table.json").read_text(encoding="utf-8"))["baseline"]
-    draw_speed_figure(points, png_path, baseline)
+    table = json.loads((results / CORPORA[0][0] / "table.json").read_text(encoding="utf-8"))
+    measured = load_run(results.parent / ONE_PROCESS_SPEED)
+    # what the CSV holds, and no more (a count of the grid's runs would go stale while the points stay)
+    draw_speed_figure(points, png_path, table["baseline"],
+                      f"BLEU: the published {CORPORA[0][0]} table; speed: {ONE_PROCESS_SPEED.as_posix()}, "
+                      f"measured {measured_at(measured).split(',')[0]}")
     print(f"updated {csv_path} and {png_path.name}")
     return 0
 
@@ -384,6 +389,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             parser.error(f"{flag} {path}: no such file")
     if not args.results.is_dir():
         parser.error(f"--results {args.results}: no such directory")
+    status = speed_figure(args.results, args.check)  # first: the README links the figure once it is drawn
     readme, page = args.readme.read_text(encoding="utf-8"), args.extrapolation_page.read_text(encoding="utf-8")
     attention = args.attention_page.read_text(encoding="utf-8")
     pages = [(args.readme, readme, replace_section(readme, render(args.results, args.readme.resolve().parent),
@@ -396,7 +402,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
               replace_block(attention, ATTENTION_BEGIN, ATTENTION_END,
                             render_trained_attention(args.results, args.attention_page.resolve().parent),
                             str(args.attention_page)))]
-    status = speed_figure(args.results, args.check)
     for path, current, wanted in pages:
         if wanted == current:
             continue
