@@ -567,7 +567,7 @@ def test_the_reading_of_the_published_tables_is_theirs():
         f"{sman_seed2_translated[1]} test sentences "
         f"({runs['transformer_sman', 'post', 2]['decode_tokens_per_s']:,.0f} target tokens/s; its seed 1: "
         f"{runs['transformer_sman', 'post', 1]['decode_tokens_per_s']:,.0f})",
-        f"The one-process column gives SMAN {sman_one_process:.2f}",
+        f"The one-process decoding ratio (the table above) gives SMAN {sman_one_process:.2f}",
         f"(`transformer_gaussian_local_relpos`: {' and '.join(per_seed(multi30k, 'gaussian_local_relpos').split(', '))})",
         f"The hybrid attention's {multi30k['pre', 'transformer_hybrid_local']['train_speed_ratio']:.2f} is the mean of "
         f"its seeds' ratios {', '.join(f'{r:.2f}' for r in hybrid_speeds[:2])} and {hybrid_speeds[2]:.2f}",
