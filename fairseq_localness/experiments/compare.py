@@ -489,26 +489,29 @@ def analyse_run(grid: Grid, spec: RunSpec, tag: str, progress: Progress, env: Di
         progress.say(f"{tag}: the analyses failed (exit {code}; see {run_dir / 'analyses.log'}); the next call retries")
 
 
-def decoding_speed(eval_dir: Path) -> Optional[float]:
-    """Target tokens per second of fairseq-generate's closing line (in its log, else its output)."""
+def last_generate_line(eval_dir: Path, pattern: "re.Pattern[str]") -> Optional[Tuple[str, ...]]:
+    """The groups of the last line of fairseq-generate's log (else its output) that ``pattern`` matches."""
     for name in (GENERATE_LOG, GENERATED):
         path = eval_dir / name
-        matches = _TRANSLATED.findall(path.read_text(encoding="utf-8", errors="replace")) if path.is_file() else []
+        matches = pattern.findall(path.read_text(encoding="utf-8", errors="replace")) if path.is_file() else []
         if matches:
-            return float(matches[-1][3])
+            return matches[-1]
     return None
+
+
+def decoding_speed(eval_dir: Path) -> Optional[float]:
+    """Target tokens per second of fairseq-generate's closing line (in its log, else its output)."""
+    found = last_generate_line(eval_dir, _TRANSLATED)
+    return float(found[3]) if found else None
 
 
 def decoding_cpu_speed(eval_dir: Path) -> Optional[float]:
     """Target tokens per CPU second of the generation loop, from the line ``timed_generate`` logs after a decoding
     on the CPU; None where the log has none (a GPU decoding, or one from before that line was logged)."""
-    for name in (GENERATE_LOG, GENERATED):
-        path = eval_dir / name
-        matches = GENERATION_CPU.findall(path.read_text(encoding="utf-8", errors="replace")) if path.is_file() else []
-        if matches:
-            seconds, tokens = float(matches[-1][0]), int(matches[-1][1].replace(",", ""))
-            return round(tokens / seconds, 2) if seconds > 0 else None
-    return None
+    found = last_generate_line(eval_dir, GENERATION_CPU)
+    if not found or float(found[0]) <= 0:
+        return None
+    return round(int(found[1].replace(",", "")) / float(found[0]), 2)
 
 
 def training_epochs(log: Path) -> Tuple[Optional[int], Optional[float], Optional[int]]:
