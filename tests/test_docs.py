@@ -111,6 +111,8 @@ def test_readme_results_match_their_files():
     assert section, "README.md needs the <!-- compare-results --> section"
     assert section.group(1) == compare_readme.render(), \
         "README.md's results differ from docs/results/compare/: run python -m fairseq_localness.experiments.compare_readme"
+    assert compare_readme.speed_figure(compare_readme.RESULTS, check=True) == 0, \
+        "docs/figures/compare-bleu-one-process-speed.* differ: run python -m fairseq_localness.experiments.compare_readme"
     for label, *_ in compare_readme.CORPORA:
         table = compare_readme.RESULTS / label / "table.md"
         if table.is_file():  # each published table is the table.json beside it, as the command writes both
@@ -342,10 +344,18 @@ def test_the_speed_figure_points_by_hand(tmp_path):
                              {"arch": "transformer_dman", "seq_len": 16, "params": 2_804_501, "train_ratio": spread}]}
     (tmp_path / "docs" / "results" / "benchmark").mkdir()
     (tmp_path / "docs" / "results" / "benchmark" / "compare-size-cpu-time.json").write_text(json.dumps(benchmark))
+    speed_file = "docs/results/benchmark/compare-size-cpu-time.json,2026-01-02"
     assert compare_readme.speed_figure_csv(compare_readme.speed_figure_points(results)) == (
-        "arch,norm,seeds,metric,bleu,bleu_sd,speed_median,speed_q1,speed_q3,speed_rounds\n"
-        "transformer,pre,3,sacrebleu,40.57,0.12,1.0000,1.0000,1.0000,7\n"
-        "transformer_dman,pre,2,sacrebleu,42.06,0.24,0.8119,0.8026,0.8278,7\n")
+        "arch,baseline,norm,seeds,metric,bleu,bleu_sd,speed_median,speed_q1,speed_q3,speed_rounds,speed_file,"
+        "speed_measured\n"
+        f"transformer,transformer,pre,3,sacrebleu,40.57,0.12,1.0000,1.0000,1.0000,7,{speed_file}\n"
+        f"transformer_dman,transformer,pre,2,sacrebleu,42.06,0.24,0.8119,0.8026,0.8278,7,{speed_file}\n")
+    # as drawn: x the median with its interquartile range, y the BLEU with its sd; the 2-seed row hollow
+    series = compare_readme.speed_figure_series(compare_readme.speed_figure_points(results))
+    assert [(g.legend, g.hollow, [(q.label, q.x, q.y, q.yerr, q.xerr) for q in g.points]) for g in series] == [
+        ("3 seeds", False, [("transformer", 1.0, 40.57, 0.12, (0.0, 0.0))]),
+        ("fewer seeds so far (1-2)", True,
+         [("dman", 0.8119, 42.06, 0.24, (pytest.approx(0.8119 - 0.8026), pytest.approx(0.8278 - 0.8119)))])]
     assert "compare-bleu-one-process-speed" not in compare_readme.render(results, tmp_path)  # not drawn: not linked
     assert compare_readme.speed_figure(results, check=True) == 1  # --check writes nothing, and says so
     figures = tmp_path / "docs" / "figures"
@@ -356,6 +366,21 @@ def test_the_speed_figure_points_by_hand(tmp_path):
            "this speed ([its points](docs/figures/compare-bleu-one-process-speed.csv))." in \
            compare_readme.render(results, tmp_path)
     assert compare_readme.speed_figure(results, check=True) == 0
+    png = figures / "compare-bleu-one-process-speed.png"
+    drawn = png.read_bytes()
+    png.write_bytes((REPO / "docs" / "figures" / "dman_learning_curves.png").read_bytes())  # another figure
+    assert compare_readme.speed_figure(results, check=True) == 1
+    png.write_bytes(drawn.replace(b"sha256 ", b"sha256 0"))  # a damaged copy
+    assert compare_readme.speed_figure(results, check=True) == 1
+    png.unlink()  # the CSV as it should be, the PNG gone
+    assert compare_readme.speed_figure(results, check=True) == 1 and not png.exists()
+    assert compare_readme.speed_figure(results, check=False) == 0 and png.read_bytes() == drawn
+    # the title's source line is in the CSV: another measurement date is another figure
+    benchmark["date"] = "2026-01-03"
+    (tmp_path / "docs" / "results" / "benchmark" / "compare-size-cpu-time.json").write_text(json.dumps(benchmark))
+    assert compare_readme.speed_figure(results, check=True) == 1
+    benchmark["date"] = "2026-01-02"
+    (tmp_path / "docs" / "results" / "benchmark" / "compare-size-cpu-time.json").write_text(json.dumps(benchmark))
     rows[1]["sacrebleu"] = 42.1  # a new seed moves a point: --check sees the figure's points differ
     table.write_text(json.dumps({"caption": "multi30k_de_en: 8 runs", "baseline": "transformer", "rows": rows}))
     assert compare_readme.speed_figure(results, check=True) == 1

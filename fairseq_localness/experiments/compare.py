@@ -1578,10 +1578,11 @@ class ScatterSeries:
 
 
 def labelled_scatter(series: Sequence[ScatterSeries], path: Path, title: str, xlabel: str, ylabel: str,
-                     guides: Tuple[Optional[float], Optional[float]] = (None, None)) -> None:
+                     guides: Tuple[Optional[float], Optional[float]] = (None, None),
+                     description: Optional[str] = None) -> None:
     """A scatter of labelled points with error bars, each label where it overprints no other (:func:`label_offsets`;
     a thin line joins a label moved further than beside its point). ``guides``: an x and a y to mark with a thin
-    dashed line (the baseline's)."""
+    dashed line (the baseline's). ``description``: kept in the PNG's Description text (what it was drawn from)."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 5.5))
     if guides[0] is not None:
@@ -1613,7 +1614,7 @@ def labelled_scatter(series: Sequence[ScatterSeries], path: Path, title: str, xl
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, metadata={"Description": description} if description else None)
     plt.close(fig)
 
 

@@ -104,11 +104,11 @@ def one_process_speed(results: Path, base: Path, recipe_table: Dict) -> Tuple[Op
 
 
 #: the front door's figure: the first corpus's BLEU against the one-process training speed, in the figures folder
-#: beside ``RESULTS``'s parent (docs/figures/): its points in the CSV, which ``--check`` compares, and the PNG drawn
-#: from them
+#: beside ``RESULTS``'s parent (docs/figures/): the CSV holds everything the PNG is drawn from (``--check``
+#: compares it with the result files), and the PNG records the digest of the CSV it was drawn from
 SPEED_FIGURE = "compare-bleu-one-process-speed"
-SPEED_FIGURE_FIELDS = ("arch", "norm", "seeds", "metric", "bleu", "bleu_sd", "speed_median", "speed_q1", "speed_q3",
-                       "speed_rounds")
+SPEED_FIGURE_FIELDS = ("arch", "baseline", "norm", "seeds", "metric", "bleu", "bleu_sd", "speed_median", "speed_q1",
+                       "speed_q3", "speed_rounds", "speed_file", "speed_measured")
 
 
 def speed_figure_path(results: Path, suffix: str) -> Path:
@@ -128,27 +128,31 @@ def speed_figure_link(results: Path, base: Path, recipe_table: Dict) -> str:
 def speed_figure_points(results: Path) -> List[Dict[str, str]]:
     """The figure's points: every row of the first published corpus in the recipe's norm placement (the one the
     one-process measurement timed; :func:`one_process_speed` checks its parameters) that was measured there, with
-    its BLEU (mean, sd over seeds) and its one-process training-speed ratio (median, interquartile range over the
-    rounds). Empty where either file is absent. Formatted as the CSV holds them."""
+    its BLEU (mean, sd over seeds; sacreBLEU where the table has it, else tokenized BLEU, for every row alike) and
+    its one-process training-speed ratio (median, interquartile range over the rounds). Empty where either file
+    is absent. Formatted as the CSV holds them."""
     label = CORPORA[0][0]
     table_path, speed_path = results / label / "table.json", results.parent / ONE_PROCESS_SPEED
     if not table_path.is_file() or not speed_path.is_file():
         return []
     table = json.loads(table_path.read_text(encoding="utf-8"))
     one_process_speed(results, REPO, table)  # refuses a measurement of another model size or norm placement
-    measured = {r["arch"]: r["train_ratio"] for r in load_run(speed_path)["records"]}
+    run = load_run(speed_path)
+    measured = {r["arch"]: r["train_ratio"] for r in run["records"]}
     norm = table["rows"][0]["norm"]
+    metric = "sacrebleu" if any(r.get("sacrebleu") is not None for r in table["rows"]) else "tokenized_bleu"
+    speed_file = (Path(results.parent.parent.name) / results.parent.name / ONE_PROCESS_SPEED).as_posix()
     points = []
     for row in table["rows"]:
-        metric = "sacrebleu" if row.get("sacrebleu") is not None else "tokenized_bleu"
         if row["norm"] != norm or row["arch"] not in measured or row.get(metric) is None:
             continue
         speed = measured[row["arch"]]
-        points.append({"arch": row["arch"], "norm": norm, "seeds": str(len(row["seeds"])), "metric": metric,
-                       "bleu": f"{row[metric]:.2f}",
+        points.append({"arch": row["arch"], "baseline": table["baseline"], "norm": norm,
+                       "seeds": str(len(row["seeds"])), "metric": metric, "bleu": f"{row[metric]:.2f}",
                        "bleu_sd": "" if row.get(metric + "_sd") is None else f"{row[metric + '_sd']:.2f}",
                        "speed_median": f"{speed['median']:.4f}", "speed_q1": f"{speed['q1']:.4f}",
-                       "speed_q3": f"{speed['q3']:.4f}", "speed_rounds": str(speed["rounds"])})
+                       "speed_q3": f"{speed['q3']:.4f}", "speed_rounds": str(speed["rounds"]),
+                       "speed_file": speed_file, "speed_measured": measured_at(run).split(",")[0]})
     return points
 
 
@@ -163,27 +167,60 @@ def speed_figure_csv(points: Sequence[Dict[str, str]]) -> str:
     return buffer.getvalue()
 
 
-def draw_speed_figure(points: Sequence[Dict[str, str]], path: Path, baseline: str, sources: str) -> None:
-    """BLEU (error bar: sd over seeds) against the one-process training speed (error bar: interquartile range over
-    the rounds); filled markers for the rows with the most seeds, hollow ones for rows with fewer. ``sources``: the
-    title's second line (the runs and the speed measurement it draws)."""
+def drawn_from(text: str) -> str:
+    """The Description the speed figure's PNG carries: the digest of the CSV it was drawn from."""
+    import hashlib
+
+    return f"drawn from {SPEED_FIGURE}.csv, sha256 {hashlib.sha256(text.encode('utf-8')).hexdigest()}"
+
+
+def png_description(path: Path) -> Optional[str]:
+    import logging
+
+    logging.getLogger("PIL").setLevel(logging.WARNING)  # fairseq's logging setup lets its chunk-by-chunk lines through
+    from PIL import Image, UnidentifiedImageError  # matplotlib's own dependency
+
+    try:
+        with Image.open(path) as image:
+            return getattr(image, "text", {}).get("Description")
+    except (UnidentifiedImageError, OSError, SyntaxError):  # not a PNG, or a damaged one (PIL: SyntaxError)
+        return None
+
+
+def speed_figure_series(points: Sequence[Dict[str, str]]) -> List[ScatterSeries]:
+    """The figure's points as drawn: x the median speed with its interquartile range, y the BLEU with its sd;
+    filled markers for the rows with the most seeds, hollow ones for rows with fewer."""
     most = max(int(p["seeds"]) for p in points)
 
     def point(p: Dict[str, str]) -> ScatterPoint:
         median, q1, q3 = float(p["speed_median"]), float(p["speed_q1"]), float(p["speed_q3"])
-        return ScatterPoint(short_name(p["arch"], baseline), median, float(p["bleu"]),
+        return ScatterPoint(short_name(p["arch"], p["baseline"]), median, float(p["bleu"]),
                             yerr=float(p["bleu_sd"] or 0.0), xerr=(median - q1, q3 - median))
 
-    series = [ScatterSeries(f"{most} seeds", "o", [point(p) for p in points if int(p["seeds"]) == most])]
+    series = [ScatterSeries(f"{most} seed{'s' if most > 1 else ''}", "o",
+                            [point(p) for p in points if int(p["seeds"]) == most])]
     fewer = [point(p) for p in points if int(p["seeds"]) < most]
     if fewer:
-        series.append(ScatterSeries(f"fewer seeds so far (1-{most - 1})", "o", fewer, hollow=True))
-    metric = "sacreBLEU" if points[0]["metric"] == "sacrebleu" else "tokenized BLEU"
-    base = next((float(p["bleu"]) for p in points if p["arch"] == baseline), None)
-    labelled_scatter(series, path, f"{CORPORA[0][2]}, {points[0]['norm']}-norm: {metric} against the training speed "
-                     f"measured in one process\n{sources}", f"training speed relative to {baseline}, one process (median, "
-                     f"interquartile range over {points[0]['speed_rounds']} rounds)",
-                     f"{metric} (mean ± sd over seeds)", guides=(1.0, base))
+        series.append(ScatterSeries(f"fewer seeds so far ({'1' if most == 2 else f'1-{most - 1}'})", "o", fewer,
+                                    hollow=True))
+    return series
+
+
+def draw_speed_figure(csv_text: str, path: Path) -> None:
+    """The PNG, from the CSV's text alone (its title names the sources the CSV records)."""
+    import csv
+
+    points = list(csv.DictReader(csv_text.splitlines()))
+    first = points[0]
+    metric = "sacreBLEU" if first["metric"] == "sacrebleu" else "tokenized BLEU"
+    base = next((float(p["bleu"]) for p in points if p["arch"] == first["baseline"]), None)
+    labelled_scatter(speed_figure_series(points), path,
+                     f"{CORPORA[0][2]}, {first['norm']}-norm: {metric} against the training speed measured in one "
+                     f"process\nBLEU: the published {CORPORA[0][0]} table; speed: {first['speed_file']}, measured "
+                     f"{first['speed_measured']}",
+                     f"training speed relative to {first['baseline']}, one process (median, interquartile range "
+                     f"over {first['speed_rounds']} rounds)", f"{metric} (mean ± sd over seeds)",
+                     guides=(1.0, base), description=drawn_from(csv_text))
 
 
 def render(results: Path = RESULTS, base: Path = REPO) -> str:
@@ -343,28 +380,27 @@ def render_trained_attention(results: Path = RESULTS, page_dir: Path = ATTENTION
 
 
 def speed_figure(results: Path, check: bool) -> int:
-    """Write the speed figure's CSV and PNG where its points changed (or the PNG is missing); with ``check``, write
-    nothing and return 1 where they would be written."""
+    """Write the speed figure's CSV where its points differ from the result files, and draw its PNG where the PNG
+    was not drawn from that CSV (missing, or another's: its recorded digest); with ``check``, write nothing and
+    return 1 where either would be written."""
     points = speed_figure_points(results)
     if not points:
         return 0
     csv_path, png_path = speed_figure_path(results, ".csv"), speed_figure_path(results, ".png")
     wanted = speed_figure_csv(points)
     current = csv_path.read_text(encoding="utf-8") if csv_path.is_file() else None
-    if current == wanted and png_path.is_file():
+    drawn = png_description(png_path) == drawn_from(wanted) if png_path.is_file() else False
+    if current == wanted and drawn:
         return 0
     if check:
-        print(f"{csv_path}: the speed figure's points differ from {results}; run "
-              "python -m fairseq_localness.experiments.compare_readme", file=sys.stderr)
+        problem = ("its points differ from " + str(results) if current != wanted
+                   else f"{png_path.name} was not drawn from them")
+        print(f"{csv_path}: the speed figure's {problem}; run python -m fairseq_localness.experiments.compare_readme",
+              file=sys.stderr)
         return 1
     csv_path.parent.mkdir(parents=True, exist_ok=True)
     csv_path.write_text(wanted, encoding="utf-8")
-    table = json.loads((results / CORPORA[0][0] / "table.json").read_text(encoding="utf-8"))
-    measured = load_run(results.parent / ONE_PROCESS_SPEED)
-    # what the CSV holds, and no more (a count of the grid's runs would go stale while the points stay)
-    draw_speed_figure(points, png_path, table["baseline"],
-                      f"BLEU: the published {CORPORA[0][0]} table; speed: {ONE_PROCESS_SPEED.as_posix()}, "
-                      f"measured {measured_at(measured).split(',')[0]}")
+    draw_speed_figure(wanted, png_path)
     print(f"updated {csv_path} and {png_path.name}")
     return 0
 
@@ -375,7 +411,9 @@ def replace_section(readme_text: str, section: str, where: str = "README.md") ->
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if README.md differs from the result files")
+    parser.add_argument("--check", action="store_true",
+                        help="write nothing; exit 1 if README.md, the two other pages or the speed figure differ from "
+                             "the result files")
     parser.add_argument("--readme", type=Path, default=README)
     parser.add_argument("--results", type=Path, default=RESULTS)
     parser.add_argument("--extrapolation-page", type=Path, default=EXTRAPOLATION_PAGE,
