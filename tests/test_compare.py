@@ -1735,3 +1735,13 @@ def test_point_labels_are_placed_where_they_overprint_no_other():
     assert compare.label_offsets([(0, 0), (3 + width, 0)], ["aaaa", "bbbb"]) == [(3, 3), (3, 3)]
     # one more line up is enough to clear a label
     assert compare.label_offsets([(0, 0), (0, line)], ["aaaa", "bbbb"]) == [(3, 3), (3, 3)]
+    # at the axes' right edge a label goes left of its point, and at the left edge right of it
+    assert compare.label_offsets([(500, 100)], ["aaaa"], width_limit=510) == [(-width - 3, 3)]
+    assert compare.label_offsets([(0, 100)], ["aaaa"], width_limit=510) == [(3, 3)]
+    # where no place inside the axes is free, the first one free of other labels outside them is taken
+    assert compare.label_offsets([(5, 100)], ["a" * 200], width_limit=100) == [(3, 3)]
+    assert compare.label_offsets([(5, 100), (5, 100)], ["aaaa", "b" * 200], width_limit=100)[1] == (3, -line - 2)
+    # at the right edge with both places left of the point taken, the label goes lower on the left, clear of the
+    # second (a line below it: three lines below the first place)
+    crowded = compare.label_offsets([(100, 100)] * 3, ["aaaa", "bbbb", "cccc"], width_limit=105)
+    assert crowded == [(-width - 3, 3), (-width - 3, -line - 2), (-width - 3, 3 - 3 * line)]

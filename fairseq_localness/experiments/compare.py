@@ -1514,22 +1514,28 @@ def pyplot():
 LABEL_FONT, LABEL_CHAR, LABEL_LINE = 7, 4.4, 9.0
 
 
-def label_offsets(anchors: Sequence[Tuple[float, float]], texts: Sequence[str]) -> List[Tuple[float, float]]:
+def label_offsets(anchors: Sequence[Tuple[float, float]], texts: Sequence[str],
+                  width_limit: Optional[float] = None) -> List[Tuple[float, float]]:
     """Text offsets in points for the labels TEXTS of points at ANCHORS (in points from the axes' corner): the
     first place that overprints no label placed before it, of up and right of the point, down and right, up and
-    left, down and left, then a line lower at a time on the right. Two rows with the same BLEU and speed (a tie)
-    stay readable. The boxes are estimates (a mean character width; the axes before tight_layout's last move)."""
+    left, down and left, then a line lower at a time on the right, then on the left. Two rows with the same BLEU
+    and speed (a tie) stay readable. With ``width_limit`` (the axes' width in points), a place that runs past
+    either side of the axes is taken only where none inside them is free. The boxes are estimates (a mean
+    character width; the axes before tight_layout's last move)."""
     placed: List[Tuple[float, float, float, float]] = []
 
-    def free(x0: float, y0: float, width: float) -> bool:
-        return all(x0 + width <= a or x0 >= b or y0 + LABEL_LINE <= c or y0 >= d for a, b, c, d in placed)
+    def free(x0: float, y0: float, width: float, bounded: bool) -> bool:
+        inside = not bounded or width_limit is None or (x0 >= 0 and x0 + width <= width_limit)
+        return inside and all(x0 + width <= a or x0 >= b or y0 + LABEL_LINE <= c or y0 >= d for a, b, c, d in placed)
 
     offsets = []
     for (x, y), text in zip(anchors, texts):
         width = LABEL_CHAR * len(text)
         candidates = [(3.0, 3.0), (3.0, -LABEL_LINE - 2), (-width - 3, 3.0), (-width - 3, -LABEL_LINE - 2)]
         candidates += [(3.0, 3.0 - LABEL_LINE * k) for k in range(2, 12)]
-        chosen = next((c for c in candidates if free(x + c[0], y + c[1], width)), candidates[0])
+        candidates += [(-width - 3, 3.0 - LABEL_LINE * k) for k in range(2, 12)]  # the same on the left
+        chosen = next((c for bounded in (True, False) for c in candidates if free(x + c[0], y + c[1], width, bounded)),
+                      candidates[0])
         placed.append((x + chosen[0], x + chosen[0] + width, y + chosen[1], y + chosen[1] + LABEL_LINE))
         offsets.append(chosen)
     return offsets
@@ -1604,7 +1610,7 @@ def labelled_scatter(series: Sequence[ScatterSeries], path: Path, title: str, xl
     box = ax.get_position()  # the axes in figure fractions: data -> axes fractions -> points
     size = (fig.get_figwidth() * 72 * box.width, fig.get_figheight() * 72 * box.height)
     anchors = [(u * size[0], v * size[1]) for u, v in (ax.transLimits.transform((p.x, p.y)) for p in labelled)]
-    for point, offset in zip(labelled, label_offsets(anchors, [p.label for p in labelled])):
+    for point, offset in zip(labelled, label_offsets(anchors, [p.label for p in labelled], width_limit=size[0])):
         moved = abs(offset[1]) > LABEL_LINE + 2  # below the four places beside the point
         ax.annotate(point.label, (point.x, point.y), fontsize=LABEL_FONT, xytext=offset, textcoords="offset points",
                     arrowprops=dict(arrowstyle="-", linewidth=0.4, color="0.4") if moved else None)

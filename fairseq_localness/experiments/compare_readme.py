@@ -216,7 +216,7 @@ def draw_speed_figure(csv_text: str, path: Path) -> None:
     base = next((float(p["bleu"]) for p in points if p["arch"] == first["baseline"]), None)
     labelled_scatter(speed_figure_series(points), path,
                      f"{CORPORA[0][2]}, {first['norm']}-norm: {metric} against the training speed measured in one "
-                     f"process\nBLEU: the published {CORPORA[0][0]} table; speed: {first['speed_file']}, measured "
+                     f"process\nBLEU: the published {CORPORA[0][0]} table\nspeed: {first['speed_file']}, measured "
                      f"{first['speed_measured']}",
                      f"training speed relative to {first['baseline']}, one process (median, interquartile range "
                      f"over {first['speed_rounds']} rounds)", f"{metric} (mean ± sd over seeds)",
