@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from fairseq_localness.evaluation.outputs import TRANSLATED
 from fairseq_localness.experiments import compare_readme, doc_tables
 from localness_testing import assert_page_says, published_comparison_output
 
@@ -529,7 +530,7 @@ def test_the_reading_of_the_published_tables_is_theirs():
     assert round(sum(sman_decode) / 2, 2) == multi30k["post", "transformer_sman"]["decode_speed_ratio"]
     sman_seed2_log = (REPO / "docs" / "results" / "compare" / "multi30k_de_en" / "post" / "transformer_sman" / "seed2"
                       / "eval-test" / "generate-test.log").read_text()
-    sman_seed2_translated = re.search(r"Translated ([\d,]+) sentences \(([\d,]+) tokens\) in ([\d.]+)s", sman_seed2_log)
+    sman_seed2_translated = TRANSLATED.search(sman_seed2_log)
     sman_one_process = next(r for r in one_process if r["arch"] == "transformer_sman")["decode_ratio"]["median"]
     extrapolation = {arch.removeprefix("transformer_"): row["significance"]["sacrebleu"]
                      for (_, arch), row in europarl.items() if "significance" in row}

@@ -24,6 +24,9 @@ def generate_log(subset: str) -> str:
     return f"generate-{subset}.log"
 
 
+#: fairseq-generate's closing line: "Translated 1,000 sentences (12,345 tokens) in 10.5s (95.0 sentences/s, 1175.3 tokens/s)"
+TRANSLATED = re.compile(r"Translated ([\d,]+) sentences \(([\d,]+) tokens\) in ([\d.]+)s .*?([\d.]+) tokens/s\)")
+
 #: :mod:`.timed_generate`'s line after fairseq-generate's closing one, when it decoded on the CPU
 GENERATION_CPU = re.compile(r"Generation CPU time: ([\d.]+)s for ([\d,]+) target tokens")
 

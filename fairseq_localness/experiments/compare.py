@@ -46,7 +46,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from ..cli import int_at_least
-from ..evaluation.outputs import GENERATION_CPU, HYP_DETOK, HYP_TOK, REF_TOK, SCORES, generate_log, generate_output
+from ..evaluation.outputs import (GENERATION_CPU, HYP_DETOK, HYP_TOK, REF_TOK, SCORES, TRANSLATED, generate_log,
+                                  generate_output)
 from ..paths import CONFIG_DIR, REPO, SCRIPTS_DIR, CheckoutError, require_checkout
 from ..provenance import checkout_of, directory_problem, machine_description, portable_paths, write_atomically
 from . import run_analyses
@@ -62,8 +63,6 @@ COMPARE_FILE = CONFIG_DIR / "compare.yaml"
 NORMS = ("pre", "post")
 EVAL_DIR = "eval-test"
 GENERATED, GENERATE_LOG = generate_output("test"), generate_log("test")  # fairseq-generate's, in EVAL_DIR
-#: fairseq-generate's closing line: "Translated 1,000 sentences (12,345 tokens) in 10.5s (95.0 sentences/s, 1175.3 tokens/s)"
-_TRANSLATED = re.compile(r"Translated ([\d,]+) sentences \(([\d,]+) tokens\) in ([\d.]+)s .*?([\d.]+) tokens/s\)")
 # fairseq's "simple" log format ("| valid | epoch 001 | ...") and fairseq-hydra-train's ("[valid][INFO] - epoch 001 | ...")
 _INNER = re.compile(r"train_inner.*? epoch (\d+):.*?num_updates=(\d+)")
 _STOP = re.compile(r"early stop since valid performance hasn't improved for last (\d+) runs")
@@ -501,7 +500,7 @@ def last_generate_line(eval_dir: Path, pattern: "re.Pattern[str]") -> Optional[T
 
 def decoding_speed(eval_dir: Path) -> Optional[float]:
     """Target tokens per second of fairseq-generate's closing line (in its log, else its output)."""
-    found = last_generate_line(eval_dir, _TRANSLATED)
+    found = last_generate_line(eval_dir, TRANSLATED)
     return float(found[3]) if found else None
 
 

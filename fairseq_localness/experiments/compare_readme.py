@@ -65,24 +65,21 @@ def cell(row: Dict, baseline: str, baseline_seeds: Optional[Sequence[int]] = Non
 ONE_PROCESS_SPEED = Path("benchmark") / "compare-size-cpu-time.json"
 
 
-def one_process_speed(results: Path, base: Path, recipe_table: Dict) -> Tuple[Optional[str], Dict[str, float]]:
-    """The README's line on the one-process speed measurement (date, machine, command, file) and each
-    architecture's median training ratio to the Transformer, from ``results``/../benchmark/; ``(None, {})``
-    where that file is absent. ``recipe_table`` is the first corpus's table.json: the measured baseline must have
-    the parameters of its baseline (in one of its norm placements), else the file measured another model size."""
+def one_process_run(results: Path, recipe_table: Dict) -> Optional[Dict]:
+    """The one-process speed measurement (``results``/../benchmark/), checked against the grid it stands beside;
+    None where that file is absent. ``recipe_table`` is the first corpus's table.json: every measured model must
+    have the parameters of the grid's model in the recipe's norm placement, else the file measured another model
+    size or placement, and each architecture is measured at one length."""
     path = results.parent / ONE_PROCESS_SPEED
     if not path.is_file():
-        return None, {}
+        return None
     run = load_run(path)
-    ratios: Dict[str, float] = {}
-    for record in run["records"]:
-        if record["arch"] in ratios:
-            raise ValueError(f"{path}: {record['arch']} is measured at more than one length; the README shows one")
-        ratios[record["arch"]] = record["train_ratio"]["median"]
-    baseline = recipe_table["baseline"]
-    # the recipe's own norm placement (its first rows; the grid adds post-norm rows after them): every measured
-    # model must have the parameters of the grid's model there, so that a measurement at another size or of the
-    # other norm placement (a final layer norm more or less) is refused
+    archs = [record["arch"] for record in run["records"]]
+    twice = next((arch for i, arch in enumerate(archs) if arch in archs[:i]), None)
+    if twice:
+        raise ValueError(f"{path}: {twice} is measured at more than one length; the README shows one")
+    # the recipe's own norm placement (its first rows; the grid adds post-norm rows after them): a measurement at
+    # another size or of the other norm placement (a final layer norm more or less) is refused
     norm = recipe_table["rows"][0]["norm"]
     trained = {r["arch"]: r.get("params") for r in recipe_table["rows"] if r["norm"] == norm}
     differ = [f"{r['arch']} {r['params']:,} (grid: {trained[r['arch']]:,})" for r in run["records"]
@@ -90,6 +87,19 @@ def one_process_speed(results: Path, base: Path, recipe_table: Dict) -> Tuple[Op
     if differ:
         raise ValueError(f"{path}: parameters differ from the grid's {norm}-norm models: {'; '.join(differ)}; "
                          f"measured at another size or norm placement than the recipe's")
+    return run
+
+
+def one_process_speed(results: Path, base: Path, recipe_table: Dict) -> Tuple[Optional[str], Dict[str, float]]:
+    """The README's line on the one-process speed measurement (date, machine, command, file) and each
+    architecture's median training ratio to the Transformer (:func:`one_process_run`); ``(None, {})`` where that
+    file is absent."""
+    run = one_process_run(results, recipe_table)
+    if run is None:
+        return None, {}
+    path = results.parent / ONE_PROCESS_SPEED
+    ratios = {record["arch"]: record["train_ratio"]["median"] for record in run["records"]}
+    baseline, norm = recipe_table["baseline"], recipe_table["rows"][0]["norm"]
     first = run["records"][0]
     line = (f"* **Training speed, one process**: each architecture's training step at the recipe's model size and "
             f"norm placement ({norm}-norm; every measured model has the grid's parameters), on batches of {first['seq_len']}-token sentences, "
@@ -131,13 +141,13 @@ def speed_figure_points(results: Path) -> List[Dict[str, str]]:
     its BLEU (mean, sd over seeds; sacreBLEU where the table has it, else tokenized BLEU, for every row alike) and
     its one-process training-speed ratio (median, interquartile range over the rounds). Empty where either file
     is absent. Formatted as the CSV holds them."""
-    label = CORPORA[0][0]
-    table_path, speed_path = results / label / "table.json", results.parent / ONE_PROCESS_SPEED
-    if not table_path.is_file() or not speed_path.is_file():
+    table_path = results / CORPORA[0][0] / "table.json"
+    if not table_path.is_file():
         return []
     table = json.loads(table_path.read_text(encoding="utf-8"))
-    one_process_speed(results, REPO, table)  # refuses a measurement of another model size or norm placement
-    run = load_run(speed_path)
+    run = one_process_run(results, table)
+    if run is None:
+        return []
     measured = {r["arch"]: r["train_ratio"] for r in run["records"]}
     norm = table["rows"][0]["norm"]
     metric = "sacrebleu" if any(r.get("sacrebleu") is not None for r in table["rows"]) else "tokenized_bleu"

@@ -146,6 +146,11 @@ _WHERE_NOT_HOW = frozenset({"common.user_dir", "task.data", "checkpoint.save_dir
                             "distributed_training.distributed_rank"})
 
 
+def _says_where(key: str) -> bool:
+    """A key of :data:`_WHERE_NOT_HOW`, or of Hydra's logging configuration."""
+    return key in _WHERE_NOT_HOW or key.startswith("job_logging_cfg.")
+
+
 def _flat(config: dict, prefix: str = "") -> dict:
     """A logged configuration as {dotted key: value}."""
     flat = {}
@@ -168,7 +173,7 @@ def resume_deviations(log: Path) -> List[str]:
     past the warm-up), and the last epoch against the epoch at which ``--patience`` (fairseq's
     ``should_stop_early``: a strictly lower loss resets the count) stops the uninterrupted training. Every start
     logs its configuration too: a resume with another one (``--fp16`` added, a dropout changed) is named, except
-    for the keys that only say where the files are (:data:`_WHERE_NOT_HOW`).
+    for the keys that only say where the files are (:func:`_says_where`).
     """
     if not log.is_file():
         return []
@@ -182,8 +187,7 @@ def resume_deviations(log: Path) -> List[str]:
     for start, later in enumerate(_CONFIG_LINE.findall(text)[1:], 2):  # every start logs its configuration
         other = _flat(ast.literal_eval(later))
         changed = [f"{key} {first.get(key)!r} -> {other.get(key)!r}" for key in dict.fromkeys([*first, *other])
-                   if key not in _WHERE_NOT_HOW and not key.startswith("job_logging_cfg.")
-                   and first.get(key) != other.get(key)]
+                   if not _says_where(key) and first.get(key) != other.get(key)]
         if changed:
             found.append(f"start {start} resumed with another configuration: {'; '.join(changed)}")
     points = validation_points(log)
