@@ -743,6 +743,18 @@ def test_readme_examples_decode_as_the_tables_do():
             average = f"--avg-last {flags[flags.index('--avg-last') + 1]}"
             assert any(average in line and setting in line for line in text(README).splitlines()), \
                 f"{example_id(example)}: {setting} averages checkpoints ({average}); the README must say so"
+            # the evaluate.sh command the README's comment gives scores as reproduce.sh does: the same beam, length
+            # penalty, averaging and compound splitting (evaluate.sh's default follows the data, not the paper)
+            comment = " ".join(line.strip().lstrip("#") for line in text(README).splitlines()
+                               if line.strip().startswith("#"))
+            found = re.search(r"bash scripts/evaluate\.sh\s+\S*" + re.escape(setting) + r"[^;]*", comment)
+            assert found, f"{example_id(example)}: no evaluate.sh command for {setting} in the README's comment"
+            given = found.group(0).split()
+            for flag in ("--beam", "--lenpen", "--avg-last"):
+                assert flag in given and float(option_value(given, flag)) == float(flags[flags.index(flag) + 1]), \
+                    f"{example_id(example)}: the README's evaluate.sh gives {flag} unlike {setting}: {found.group(0)}"
+            compound = next(f for f in flags if f.endswith("compound-split"))
+            assert compound in given, f"{example_id(example)}: {setting} scores with {compound}: {found.group(0)}"
 
 
 #: the plain fairseq-train example's flags and the recipe keys they set
