@@ -363,6 +363,21 @@ def test_each_seeds_difference_and_the_length_ratio_by_hand(monkeypatch):
                                                  "transformer", lowercase=True, samples=10)[1]) == [0.5]
 
 
+def test_the_epochs_cell_is_rounded_once(monkeypatch):
+    """Epochs 21, 21 and 19: mean 20.33, sample sd sqrt(((2/3)^2 * 2 + (4/3)^2) / 2) = 1.1547, printed 20.3 ± 1.2; the
+    sd rounded first to two decimals (1.15, a float just below) would print 1.1."""
+    monkeypatch.setattr(compare, "pooled_significance", lambda *args, **kwargs: {})
+
+    def record(seed, epochs):
+        return {"norm": "pre", "arch": "transformer", "seed": seed, "sacrebleu": 30.0, "tokenized_bleu": 30.0,
+                "chrf": 50.0, "length_ratio": 1.0, "train_wps": 1000, "decode_tokens_per_s": 100, "params": 1,
+                "placement": "none", "eval_dir": f"pre/transformer/seed{seed}", "epochs": epochs, "best_valid_loss": 3.0}
+
+    rows = compare.summarize([record(1, 21), record(2, 21), record(3, 19)], "transformer", lowercase=True, samples=10)
+    assert (rows[0]["epochs"], rows[0]["epochs_sd"]) == (20.3, 1.2)
+    assert compare.markdown_table(rows, "transformer").splitlines()[-1].endswith("| 20.3 ± 1.2 |")
+
+
 def test_the_notes_say_which_marks_too_few_resamples_cannot_give():
     """The smallest p of S resamples is 1/(S+1), printed and marked at three decimals. S = 104: 1/105 = 0.0095
     prints 0.010 (no ⇑/⇓); S = 105: 1/106 = 0.0094 prints 0.009. S = 19: 1/20 = 0.050 (no mark at all); S = 20:

@@ -705,8 +705,10 @@ def summarize(records: List[Dict[str, Any]], baseline: str, lowercase: bool, sam
         row: Dict[str, Any] = {"norm": norm, "arch": arch, "seeds": [r["seed"] for r in runs]}
         for metric in ("sacrebleu", "tokenized_bleu", "chrf", "epochs", "best_valid_loss"):
             mean, sd = mean_sd([r[metric] for r in runs])
-            row[metric] = _round(mean)
-            row[f"{metric}_sd"] = _round(sd)
+            # rounded once, to the decimals the table prints (epochs: one; 1.1547 stored as 1.15 would print 1.1)
+            digits = EPOCH_DIGITS if metric == "epochs" else 2
+            row[metric] = _round(mean, digits)
+            row[f"{metric}_sd"] = _round(sd, digits)
         row["length_ratio"] = _round(mean_sd([r.get("length_ratio") for r in runs])[0], 3)
         row["params"] = runs[0]["params"]
         # the same for every seed of a row unless --train-args moved a method between calls: then every one shows
@@ -750,6 +752,10 @@ def decoding_clock(runs: Sequence[Dict[str, Any]], base_by_seed: Dict[int, Dict[
     return "cpu" if timed and all(both(r, "decode_tokens_per_cpu_s") for r in timed) else "wall"
 
 
+#: decimals of the epochs column's mean and sd
+EPOCH_DIGITS = 1
+
+
 def _round(value: Optional[float], digits: int = 2) -> Optional[float]:
     return None if value is None else round(value, digits)
 
@@ -786,7 +792,7 @@ def markdown_table(rows: List[Dict[str, Any]], baseline: str) -> str:
             f"{', '.join(f'{d:+.2f}' for d in per_seed) if per_seed else '-'} | "
             f"{_params(row['params'])} | {speed_cell(row, 'train_speed_ratio')} | "
             f"{speed_cell(row, 'decode_speed_ratio')}{wall_clock_mark(row, on_cpu_clock, baseline)} | "
-            f"{_pm(row['epochs'], row['epochs_sd'], digits=1)} |")
+            f"{_pm(row['epochs'], row['epochs_sd'], digits=EPOCH_DIGITS)} |")
     return "\n".join(lines) + "\n"
 
 
