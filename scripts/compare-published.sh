@@ -5,28 +5,39 @@
 # column, then three seeds of every other family. Every step resumes: finished runs are never retrained, so
 # rerunning this script after an interruption continues where it stopped. Tables go to docs/results/compare/.
 #
-#   bash scripts/compare-published.sh [--jobs N]     (default 2: two single-thread runs at a time)
+#   bash scripts/compare-published.sh [--jobs N] [--raw-root DIR]
+#     --jobs N        runs at a time (default 2: two single-thread runs)
+#     --raw-root DIR  the raw corpora, laid out as docs/compare.md's "The corpora" says (default ../shared/data)
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(dirname "$here")"
 cd "$repo"
 jobs=2
+shared="$repo/../shared/data"
 while (( $# )); do
   case $1 in
     --jobs) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || { echo "compare-published.sh: error: --jobs needs a number of 1 or more" >&2; exit 2; }
             jobs=$2; shift 2 ;;
-    -h|--help) sed -n '2,8p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "compare-published.sh: error: unknown argument '$1': it takes --jobs N only (each step's own options:" \
+    --raw-root) [[ -d ${2:-} ]] || { echo "compare-published.sh: error: --raw-root needs a directory (got '${2:-}')" >&2; exit 2; }
+            shared=$2; shift 2 ;;
+    -h|--help) sed -n '2,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "compare-published.sh: error: unknown argument '$1': it takes --jobs N and --raw-root DIR only (each step's own options:" \
             "scripts/compare.sh --help; docs/compare.md)" >&2; exit 2 ;;
   esac
 done
-shared="$repo/../shared/data"
 publish="docs/results/compare"
 status=0
-step() { echo "==> $*"; bash "$here/compare.sh" "$@" --jobs "$jobs" --publish "$publish" || { status=1; echo "step failed: $*"; }; }
+unprepared=" "  # corpora whose preparation failed: their steps are skipped, each saying so
+step() {
+  if [[ $unprepared == *" $1 "* ]]; then
+    echo "step skipped, $1 was not prepared: $*"; return
+  fi
+  echo "==> $*"; bash "$here/compare.sh" "$@" --jobs "$jobs" --publish "$publish" || { status=1; echo "step failed: $*"; }
+}
 prepare() {  # prepare DATA_NAME SCRIPT ARGS...: data-prep into runs/data/DATA_NAME unless it is there
   local name=$1; shift
-  [[ -f runs/data/$name/data-bin/prep-info.json ]] || bash "data-prep/$1" "${@:2}" --out "runs/data/$name" || status=1
+  [[ -f runs/data/$name/data-bin/prep-info.json ]] && return
+  bash "data-prep/$1" "${@:2}" --out "runs/data/$name" || { status=1; unprepared+="$name "; echo "prepare failed: $name"; }
 }
 
 prepare multi30k_de_en prepare-multi30k.sh --raw-dir "$shared/multi30k/tok" --raw-ref-dir "$shared/multi30k/raw"

@@ -46,6 +46,11 @@ if [[ $smoke == 1 ]]; then
 fi
 [[ $updates =~ ^[1-9][0-9]*$ ]] || { echo "quickstart.sh: --updates must be a positive integer" >&2; exit 2; }
 [[ $cpu_procs =~ ^[1-9][0-9]*$ ]] || { echo "quickstart.sh: --cpu-procs must be a positive integer" >&2; exit 2; }
+# each process takes an equal share of the update's tokens (train.sh refuses an uneven split): say so before the data
+(( max_tokens % cpu_procs == 0 )) || {
+  echo "quickstart.sh: --cpu-procs $cpu_procs does not divide the $max_tokens tokens of an update; choose a divisor (1, 2, 4, ...)" >&2
+  exit 2
+}
 [[ -f "$repo/configs/arch/$arch.yaml" ]] || {
   echo "quickstart.sh: no configs/arch/$arch.yaml; choose a bare architecture name such as transformer_gaussian_local" >&2
   exit 2

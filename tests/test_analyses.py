@@ -394,3 +394,27 @@ def test_bad_values_are_refused_when_the_arguments_are_read(tmp_path, capsys):
         with pytest.raises(AnalysisError, match=why):
             cli.main(argv)
     assert not (tmp_path / "out").exists()
+
+
+def test_attention_mass_without_a_checkout_says_so_before_loading_a_model(monkeypatch, tmp_path):
+    """The paper's values (configs/analyses_published.yaml) are a file of the checkout: an install without one
+    gets the checkout message as an analysis error, before any checkpoint is loaded."""
+    from fairseq_localness.analyses import attention, cli
+    from fairseq_localness.paths import CheckoutError
+
+    def no_checkout():
+        raise CheckoutError("no configs/benchmark/ and scripts/ here: set FAIRSEQ_LOCALNESS_HOME=CHECKOUT")
+
+    def load(*args, **kwargs):
+        raise AssertionError("a model was loaded before the published values were read")
+
+    monkeypatch.setattr(attention, "PUBLISHED_FILE", tmp_path / "analyses_published.yaml")
+    monkeypatch.setattr(attention, "require_checkout", no_checkout)
+    monkeypatch.setattr(cli, "_models", load)
+    with pytest.raises(AnalysisError, match=r"configs/analyses_published.yaml: no configs/benchmark/.*"
+                                            r"FAIRSEQ_LOCALNESS_HOME"):
+        cli.main(["attention-mass", "--checkpoint", str(tmp_path / "model.pt"), "--data", str(tmp_path),
+                  "--out", str(tmp_path / "out")])
+    monkeypatch.setattr(attention, "require_checkout", lambda: tmp_path)
+    with pytest.raises(AnalysisError, match="is missing from the checkout"):
+        attention.published_values()

@@ -91,10 +91,12 @@ def test_the_comparison_checks_the_decoding_options_before_it_trains(tiny_data_b
     assert not list((tmp_path / "w").rglob("checkpoints"))
 
 
-def test_the_published_grid_takes_only_jobs():
+def test_the_published_grid_takes_only_jobs_and_raw_root(tmp_path):
     refused(["bash", str(REPO / "scripts" / "compare-published.sh"), "--dry-run"],
-            "unknown argument '--dry-run': it takes --jobs N only")
+            "unknown argument '--dry-run': it takes --jobs N and --raw-root DIR only")
     refused(["bash", str(REPO / "scripts" / "compare-published.sh"), "--jobs", "0"], "--jobs needs a number of 1")
+    refused(["bash", str(REPO / "scripts" / "compare-published.sh"), "--raw-root", str(tmp_path / "none")],
+            f"--raw-root needs a directory (got '{tmp_path / 'none'}')")
 
 
 def test_reproduce_checks_every_row_before_the_first_trains(tmp_path):
@@ -264,8 +266,12 @@ def test_compare_readme_names_the_page_without_its_markers(tmp_path):
             "<!-- compare-results -->", code=1)
 
 
-def test_quickstart_and_data_prep_refuse_before_they_start(user_file):
+def test_quickstart_and_data_prep_refuse_before_they_start(user_file, tmp_path):
     refused(["bash", str(REPO / "scripts" / "quickstart.sh"), "--cpu-procs", "0"],
             "--cpu-procs must be a positive integer")
+    # 2,048 tokens per update do not split over 3 processes (train.sh would refuse it after the data step)
+    refused(["bash", str(REPO / "scripts" / "quickstart.sh"), "--cpu-procs", "3", "--work", str(tmp_path / "q")],
+            "--cpu-procs 3 does not divide the 2048 tokens of an update")
+    assert not (tmp_path / "q").exists()
     refused(["bash", str(REPO / "data-prep" / "prepare-multi30k.sh"), "--raw-dir", str(SHARED_MULTI30K), "--out",
              str(user_file)], f"--out {user_file}: a file, not a directory", code=1)

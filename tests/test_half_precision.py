@@ -1,4 +1,4 @@
-"""float16 / bfloat16 at fairseq's full 1,024 positions for every architecture family (issue 11).
+"""float16 / bfloat16 at fairseq's full 1,024 positions for every architecture family.
 
 Each family is built at a small width through the package's model builder
 (``fairseq_localness.modelbuild``), its methods placed in its one layer, cast to half
@@ -33,9 +33,11 @@ SMALL = [
     "--max-target-positions", "1024", "--share-all-embeddings",
 ]
 FIRST_LAYER = {option_attr(name, "layers"): "1" for name in LOCALITY_METHODS}
-#: max |half - float32| of the output logits, relative to the float32 logits' largest magnitude
-#: (one rounding of ~2^-11 resp. 2^-8 per op through 6 layers; the overflow bugs gave NaN/inf)
-TOLERANCE = {torch.float16: 0.02, torch.bfloat16: 0.1}
+#: max |half - float32| of the output logits, relative to the float32 logits' largest magnitude. Measured over
+#: every family at 512 and 1,024 tokens: at most 0.0011 (float16) and 0.0077 (bfloat16); the bounds leave about
+#: 3x, and stay below what most families' terms move the logits by (dropping a term fails here, as a float16 path
+#: that ignored a bias would; the overflow bugs gave NaN/inf)
+TOLERANCE = {torch.float16: 0.003, torch.bfloat16: 0.02}
 
 
 def sentence(length: int, seed: int):

@@ -73,11 +73,13 @@ def test_the_weights_returned_are_the_gated_mixture_the_output_is_made_of(per_he
     assert (weights.sum(-1) - 1).abs().max() < 1e-5
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("extra", ["none", "localhard-bias", "localhard-multiply"])
-def test_the_mixture_is_the_local_softmax_the_output_used(extra):
+def test_the_mixture_is_the_local_softmax_the_output_used(extra, dtype):
     """P^L in the returned weights is the local pattern as the output attended with it, with another method on
     the layer too (a hard window that hides every key of a row, a multiplicative one), and in half precision where
-    P^G's in-band entries underflow: out_proj(weights x V) is the layer's output."""
+    P^G's in-band entries underflow (a P^L taken as P^G renormalised in the band would be 0/0 there):
+    out_proj(weights x V) is the layer's output."""
     from fairseq_localness.methods.baselines import LocalHard, LocalHardOptions
 
     torch.manual_seed(0)
@@ -88,10 +90,20 @@ def test_the_mixture_is_the_local_softmax_the_output_used(extra):
     with torch.no_grad():
         attention.q_proj.weight.mul_(12.0)  # peaked rows: in-band probabilities of P^G far below their maximum
         x = torch.randn(9, 2, 16)
+        attention, x = attention.to(dtype), x.to(dtype)
+        if dtype == torch.float16:  # the data this case is for: P^G underflows to 0 inside the band
+            q = attention.q_proj(x).view(9, 2, 4, 4) * 0.5
+            k = attention.k_proj(x).view(9, 2, 4, 4)
+            global_probs = torch.einsum("tbhd,sbhd->bhts", q, k).softmax(-1)
+            band = (torch.arange(9)[:, None] - torch.arange(9)[None, :]).abs() <= 1
+            assert (global_probs[..., band] == 0).any()
         out, weights = attention(x, x, x, need_weights=True, need_head_weights=True)
+        assert torch.isfinite(out).all() and torch.isfinite(weights).all()
         v = attention.v_proj(x).view(9, 2, 4, 4)
-        mixed = torch.einsum("hbts,sbhd->tbhd", weights, v).reshape(9, 2, 16)
-        torch.testing.assert_close(attention.out_proj(mixed), out, atol=1e-5, rtol=0)
+        mixed = torch.einsum("hbts,sbhd->tbhd", weights.to(dtype), v).reshape(9, 2, 16)
+        scale = out.float().abs().max().item()
+        tolerance = {torch.float32: 1e-5, torch.float16: 5e-3, torch.bfloat16: 4e-2}[dtype] * max(scale, 1.0)
+        torch.testing.assert_close(attention.out_proj(mixed).float(), out.float(), atol=tolerance, rtol=0)
 
 
 def test_a_query_whose_window_hides_every_key_attends_only_to_keys_it_may_see():

@@ -628,3 +628,16 @@ def test_tables_with_several_numbers_per_model_keep_them_all(tmp_path, capsys):
     assert record["paper_delta"] == pytest.approx(38.28 - 37.57) and record["metric"] == "rouge"
     assert (record["ours"], record["ours_rouge2"], record["ours_rougeL"], record["ours_rouge_avg"]) == (37.25, 18.0, 34.0, 29.75)
     assert record["ours_delta"] == 0.75 and record["status"] == "done"
+
+
+def test_rows_run_their_scripts_with_this_interpreter(monkeypatch):
+    """The row's bash scripts take $PYTHON first: reproduce passes its own interpreter unless $PYTHON is set."""
+    import sys
+
+    seen = []
+    monkeypatch.setattr(reproduce.subprocess, "call", lambda command, env: seen.append(env["PYTHON"]) or 0)
+    monkeypatch.delenv("PYTHON", raising=False)
+    assert reproduce.run(["bash", "scripts/train.sh"]) == 0
+    monkeypatch.setenv("PYTHON", "/opt/other/python")
+    reproduce.run(["bash", "scripts/evaluate.sh"])
+    assert seen == [sys.executable, "/opt/other/python"]

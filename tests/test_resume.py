@@ -49,8 +49,10 @@ def test_patience_counts_across_a_resume(tiny_data_bin, tmp_path):
 def test_a_resumed_training_ends_with_the_uninterrupted_ones_weights(tiny_data_bin, tmp_path):
     """Three epochs in one training, and one epoch then a resume for two more, end with bit-identical weights on
     the CPU. The synthetic corpus has many sentences of each length (3-12 words), so a resume that builds its
-    batches under epoch 2's seed (fairseq's own) puts other sentences into them and ends elsewhere."""
-    learning = ()  # the test-suite's training flags: a learning rate, dropout
+    batches under epoch 2's seed (fairseq's own) puts other sentences into them and ends elsewhere. With dropout,
+    as the comparison's recipes train: its masks are drawn from the random state fairseq seeds at every update
+    (seed + update number), which a resume must restore alike."""
+    learning = ("--dropout", "0.3", "--attention-dropout", "0.1")  # the test suite's learning rate, and dropout
     whole = train(tiny_data_bin, tmp_path / "whole", 3, learning)
     assert validated_epochs(whole) == [1, 2, 3]
     assert validated_epochs(train(tiny_data_bin, tmp_path / "split", 1, learning)) == [1]

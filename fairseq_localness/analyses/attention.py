@@ -21,7 +21,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import yaml
 from torch import Tensor
 
-from ..paths import CONFIG_DIR
+from ..paths import CONFIG_DIR, CheckoutError, require_checkout
 from .loading import AnalysisError, LoadedModel, PassOptions, forward_passes
 from .output import SYSTEM_COLOURS, Table, figure
 
@@ -63,7 +63,15 @@ def attention_mass(loaded: LoadedModel, options: PassOptions, windows: Sequence[
 
 
 def published_values(key: str = "fan2021_table5") -> Tuple[str, Dict[Tuple[str, int, int], dict]]:
-    """(source, {(kind, layer, w): entry}) of the published mapping in configs/analyses_published.yaml."""
+    """(source, {(kind, layer, w): entry}) of the published mapping in configs/analyses_published.yaml, a file of the
+    repository checkout (an install without one gets :class:`AnalysisError` saying how to point at one)."""
+    if not PUBLISHED_FILE.is_file():
+        try:
+            require_checkout()
+        except CheckoutError as err:
+            raise AnalysisError(f"attention-mass sets its values beside the paper's, read from "
+                                f"configs/{PUBLISHED_FILE.name}: {err}") from None
+        raise AnalysisError(f"attention-mass: {PUBLISHED_FILE} is missing from the checkout")
     data = yaml.safe_load(PUBLISHED_FILE.read_text())["published"][key]
     return data["source"], {(v["kind"], int(v["layer"]), int(v["w"])): v for v in data["values"]}
 

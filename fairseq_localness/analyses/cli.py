@@ -190,8 +190,9 @@ def _args_mass(parser):
 
 
 def _run_mass(args, out: Outputs):
-    from .attention import mass_figure, mass_table
+    from .attention import mass_figure, mass_table, published_values
 
+    published_values()  # the paper's values come from the checkout: a missing one fails before any model loads
     models = _models(args)
     for loaded in models:  # before the passes over the split
         count = len(getattr(getattr(loaded.model, "encoder", None), "layers", None) or [])

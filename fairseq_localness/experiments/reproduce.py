@@ -20,6 +20,7 @@ rejects are listed with the reason. Nothing is skipped silently. A data-bin whos
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import subprocess
 import sys
@@ -68,8 +69,10 @@ __all__ = ["TABLES_FILE", "load_tables", "overrides_as_flags", "table_rows", "mi
 
 
 def run(command: List[str]) -> int:
+    """Run a row's ``bash scripts/...`` command with this interpreter: the scripts take ``$PYTHON`` first, so a
+    reproduce started from another environment does not train its rows with the checkout's .venv."""
     print("+ " + " ".join(shlex.quote(c) for c in command), flush=True)
-    return subprocess.call(command)
+    return subprocess.call(command, env={**os.environ, "PYTHON": os.environ.get("PYTHON") or sys.executable})
 
 
 
