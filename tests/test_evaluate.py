@@ -261,6 +261,15 @@ def test_evaluate_sh_end_to_end(trained: dict[str, Path]) -> None:
     # the scores are the ones the scoring module computes from the written files
     again = score_all(scoring.read_lines(str(out / "hyp.tok.txt")), scoring.read_lines(str(out / "ref.tok.txt")))
     assert again["tokenized_bleu"]["score"] == scores["tokenized_bleu"]["score"]
+    # and sacreBLEU's own: tokenized BLEU is BLEU of the tokenised files with no further tokenisation; sacreBLEU
+    # and chrF score the detokenised hypotheses against the raw reference (cased)
+    from sacrebleu.metrics import BLEU, CHRF
+    hyp_tok, ref_tok = scoring.read_lines(str(out / "hyp.tok.txt")), scoring.read_lines(str(out / "ref.tok.txt"))
+    hyp_detok, raw_ref = scoring.read_lines(str(out / "hyp.detok.txt")), scoring.read_lines(scores["detok_ref"])
+    assert scores["tokenized_bleu"]["score"] == round(BLEU(tokenize="none", smooth_method="none", force=True).corpus_score(
+        hyp_tok, [ref_tok]).score, 2)
+    assert scores["sacrebleu"]["score"] == round(BLEU().corpus_score(hyp_detok, [raw_ref]).score, 2)
+    assert scores["chrf"]["score"] == round(CHRF().corpus_score(hyp_detok, [raw_ref]).score, 2)
     sig = scores["significance"]
     assert set(sig) == {"tokenized_bleu", "sacrebleu"}
     assert sig["tokenized_bleu"]["baseline"] == json.loads((base_dir / "scores.json").read_text())["tokenized_bleu"]["score"]
