@@ -12,9 +12,9 @@ if [[ -z "$PYTHON" ]]; then
   echo "error: no python3 or python on PATH; install the project (pip install -e .) or set PYTHON=" >&2
   exit 1
 fi
-if ! "$PYTHON" -c "import importlib.util, sys
-sys.exit(any(importlib.util.find_spec(m) is None for m in ('fairseq', 'fairseq_localness')))" 2>/dev/null; then
-  echo "error: $PYTHON cannot import fairseq and fairseq_localness; install the project (pip install -e .) or set PYTHON=" >&2
+# fairseq only: compare.sh, evaluate.sh and score_task.sh put the checkout on PYTHONPATH after this check
+if ! "$PYTHON" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('fairseq') is None)" 2>/dev/null; then
+  echo "error: $PYTHON cannot import fairseq; install the project (pip install -e .) or set PYTHON=" >&2
   exit 1
 fi
 export PYTHON
