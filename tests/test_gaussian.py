@@ -88,6 +88,23 @@ def test_window_strategies(window):
         assert set(n for n, _ in method.named_parameters()) == {"w_p.weight", "u_p.weight", "u_d.weight", "w_d.weight"}
 
 
+def test_layer_window_by_hand_from_the_mean_of_the_real_keys():
+    """Eq. 8: D = I sigmoid(U_d^T tanh(W_d K_bar)), K_bar the mean of the real keys (padding left out: sentence 0
+    has two padded positions, so I = 3 and K_bar the mean of its last three keys), the same for every query."""
+    torch.manual_seed(0)
+    method = GaussianLocalness(GaussianOptions(window="layer"), spec())
+    ctx = make_context(pad_first=2)
+    recorded = {}
+    ctx.records = recorded
+    method.logit_bias(ctx)
+    keys = ctx.k.transpose(1, 2).reshape(2, 5, 6)  # (B, S, C): the heads' keys concatenated
+    for b, first in ((0, 2), (1, 0)):
+        length = 5 - first
+        mean_key = keys[b, first:].sum(0) / length
+        expected = length * torch.sigmoid(method.u_d.weight @ torch.tanh(method.w_d.weight @ mean_key))  # (H,)
+        torch.testing.assert_close(recorded["gaussian_window"][b], expected.expand(5, -1), atol=1e-5, rtol=0)
+
+
 def test_very_large_window_is_vanilla_attention():
     torch.manual_seed(0)
     dim, heads = 16, 4
