@@ -11,7 +11,6 @@
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(dirname "$here")"
-cd "$repo"
 jobs=2
 shared="$repo/../shared/data"
 while (( $# )); do
@@ -19,12 +18,13 @@ while (( $# )); do
     --jobs) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || { echo "compare-published.sh: error: --jobs needs a number of 1 or more" >&2; exit 2; }
             jobs=$2; shift 2 ;;
     --raw-root) [[ -d ${2:-} ]] || { echo "compare-published.sh: error: --raw-root needs a directory (got '${2:-}')" >&2; exit 2; }
-            shared=$2; shift 2 ;;
+            shared="$(cd -- "$2" && pwd)"; shift 2 ;;  # read from the caller's directory, before the cd below
     -h|--help) sed -n '2,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "compare-published.sh: error: unknown argument '$1': it takes --jobs N and --raw-root DIR only (each step's own options:" \
             "scripts/compare.sh --help; docs/compare.md)" >&2; exit 2 ;;
   esac
 done
+cd "$repo"
 publish="docs/results/compare"
 status=0
 unprepared=" "  # corpora whose preparation failed: their steps are skipped, each saying so

@@ -1,4 +1,4 @@
-# Sourced by the scripts: the Python that has fairseq and fairseq_localness installed.
+# Sourced by the scripts: the Python that has fairseq installed (and fairseq_localness, or the checkout on PYTHONPATH).
 # $PYTHON wins; then the repository's .venv; then python3 on PATH.
 if [[ -z "${PYTHON:-}" ]]; then
   repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

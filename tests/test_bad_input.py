@@ -97,6 +97,10 @@ def test_the_published_grid_takes_only_jobs_and_raw_root(tmp_path):
     refused(["bash", str(REPO / "scripts" / "compare-published.sh"), "--jobs", "0"], "--jobs needs a number of 1")
     refused(["bash", str(REPO / "scripts" / "compare-published.sh"), "--raw-root", str(tmp_path / "none")],
             f"--raw-root needs a directory (got '{tmp_path / 'none'}')")
+    # a relative --raw-root is the caller's, not the checkout's: accepted from where it exists (then --help stops)
+    (tmp_path / "corpora").mkdir()
+    refused(["bash", str(REPO / "scripts" / "compare-published.sh"), "--raw-root", "corpora", "--help"],
+            "--raw-root DIR", code=0, cwd=tmp_path)
 
 
 def test_reproduce_checks_every_row_before_the_first_trains(tmp_path):

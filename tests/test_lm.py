@@ -3,7 +3,7 @@
 Option parsing and placement of the Table 6 rows, incremental decoding equal to the full forward
 (with a beam reorder), and a few updates of fairseq-train + fairseq-eval-lm on a tiny corpus.
 Slow (``-m slow``): the four rows trained one epoch at a small size on the news-English stand-in
-(data-prep/prepare-lm-news-en.sh), perplexity within 10% of docs/tasks.md's measurement.
+(data-prep/prepare-lm-news-en.sh), perplexity at most 10% above docs/tasks.md's measurement.
 """
 
 from __future__ import annotations

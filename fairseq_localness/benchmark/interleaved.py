@@ -193,8 +193,9 @@ def count_flops(contenders: List[Contender]) -> None:
 
     torch's ``FlopCounterMode`` counts matrix products (2 x M x N x K for an (M x K) @ (K x N) product), the
     arithmetic that bounds a CPU step; element-wise work is not counted, and neither, on a CPU, is
-    ``scaled_dot_product_attention`` (torch 2.13 has a formula for its CUDA kernels only), so the score products
-    of an attention run through it are missing from the count, the baseline's and a method's alike.
+    ``scaled_dot_product_attention`` without attention dropout (torch 2.13 has a formula for its CUDA kernels only;
+    with dropout its math fallback is counted), so the score products of such an attention are missing from the
+    count, the baseline's and a method's alike.
     Deterministic, so the ratio is the speed a model could at best reach against its reference where
     matrix products dominate. A decoding call's count is also split over the model's parts
     (``FLOP_PARTS``; the parts add up to the total).

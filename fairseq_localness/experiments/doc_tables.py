@@ -625,8 +625,12 @@ def backend_ratio(run: Dict[str, Any], record: Dict[str, Any], value: str, store
     record's length), from the columns a backends table prints; the file's ``stored`` ratio where that row or value
     is missing. The files keep ratios to three decimals, and rounding one again to two can land a unit low
     (109,318 / 129,302 = 0.8455, stored 0.845, printed 0.84)."""
-    base = next((r.get(value) for r in run["records"] if r["arch"] == run["baseline"] and not r["options"]
-                 and r["seq_len"] == record["seq_len"]), None)
+    bases = [r.get(value) for r in run["records"] if r["arch"] == run["baseline"] and not r["options"]
+             and r["seq_len"] == record["seq_len"]]
+    if len(bases) > 1:
+        raise ValueError(f"{len(bases)} baseline rows of {run['baseline']} at length {record['seq_len']}: "
+                         "the ratios would depend on which one is taken")
+    base = bases[0] if bases else None
     return record[value] / base if record.get(value) is not None and base else record.get(stored)
 
 
@@ -637,15 +641,16 @@ def gpu_backends_table(runs, also):
 
     decoded = any("decode_tokens_per_s" in r for r in records(runs))
     rows = []
-    for r in records(runs):
-        row = [f"`{r['arch']}`", r["options"].partition("locality_attention_backend=")[2].split(",")[0] or "-",
-               r["seq_len"], _fmt(r["train_tokens_per_s"], "{:,.0f}"),
-               _fmt(backend_ratio(runs[0], r, "train_tokens_per_s", "train_ratio"), "{:.2f}"),
-               _fmt(r["peak_mem_mb"], "{:,.0f}"), _fmt(backend_ratio(runs[0], r, "peak_mem_mb", "memory_ratio"), "{:.2f}")]
-        if decoded:
-            row += [_fmt(r.get("decode_tokens_per_s"), "{:,.0f}"),
-                    _fmt(backend_ratio(runs[0], r, "decode_tokens_per_s", "decode_ratio"), "{:.2f}")]
-        rows.append(row)
+    for run in runs:  # each record against the baseline of its own run
+        for r in run["records"]:
+            row = [f"`{r['arch']}`", r["options"].partition("locality_attention_backend=")[2].split(",")[0] or "-",
+                   r["seq_len"], _fmt(r["train_tokens_per_s"], "{:,.0f}"),
+                   _fmt(backend_ratio(run, r, "train_tokens_per_s", "train_ratio"), "{:.2f}"),
+                   _fmt(r["peak_mem_mb"], "{:,.0f}"), _fmt(backend_ratio(run, r, "peak_mem_mb", "memory_ratio"), "{:.2f}")]
+            if decoded:
+                row += [_fmt(r.get("decode_tokens_per_s"), "{:,.0f}"),
+                        _fmt(backend_ratio(run, r, "decode_tokens_per_s", "decode_ratio"), "{:.2f}")]
+            rows.append(row)
     header = ("model", "backend", "length", "training tokens/s", f"ratio to `{runs[0]['baseline']}`", "peak MB",
               "memory ratio") + (("decoding tokens/s", "decoding ratio") if decoded else ())
     return markdown(header, rows)
