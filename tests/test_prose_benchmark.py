@@ -430,12 +430,20 @@ def test_the_result_files_not_on_one_thread_are_the_ones_named():
         found = re.search(r"--threads (\d+)", command)
         return found.group(1) if found else ("1" if " --quick" in command else "every core")
 
-    several = set()
+    several, dates = set(), {}
     for path in sorted(BENCHMARK.rglob("*.json")):
-        commands = json.loads(path.read_text(encoding="utf-8"))["command"]
-        for command in commands if isinstance(commands, list) else [commands]:
-            if "scripts/benchmark.py" in command and threads(command) != "1":
+        run = json.loads(path.read_text(encoding="utf-8"))
+        commands = run["command"] if isinstance(run["command"], list) else [run["command"]]
+        for command in commands:
+            if "scripts/benchmark.py" not in command:
+                continue
+            dates[path.name] = min(run["date"], dates.get(path.name, run["date"]))
+            if threads(command) != "1":
                 several.add(path.name)
+                # "subprocess-mode runs": no interleaved rounds; on "the machine's two threads": every core
+                assert "--interleaved" not in command and threads(command) == "every core", command
+    # "early": none ran after the first result file on one thread
+    assert max(dates[name] for name in several) <= min(dates[name] for name in dates if name not in several)
     named = ("`gaussian-iwslt-loaded.json`, `diffwin-base-len64.json`, `diffwin-base-len256.json`")
     assert set(re.findall(r"`([\w.-]+\.json)`", named)) == several
     assert_page_says("docs/benchmark.md", [f"Every result file here ran with `--threads 1` except "
