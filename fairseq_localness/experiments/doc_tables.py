@@ -735,7 +735,7 @@ def corpus_statistics_table(runs, also):
     rows = [[f"`{r['corpus']}`", " / ".join(f"{r['pairs'][s]:,}" for s in ("train", "valid", "test")),
              f"{r['dictionary_words'][r['src']]:,}" + (" joined" if r["joined_dictionary"] else
                                                        f" / {r['dictionary_words'][r['tgt']]:,}"),
-             " / ".join(f"{r['source_bpe_tokens_mean'][s]:.1f}" for s in ("train", "valid", "test")),
+             " / ".join(f"{r['source_bpe_tokens_mean'][s]:.2f}" for s in ("train", "valid", "test")),  # as stored: rounded once
              r["train_source_words_max"],
              f"{r['test_sources_longer_than_train']:,} ({r['test_source_words_max']})",
              overlap(r["test"]), overlap(r["valid"]), r["test_reference_bpe_max"],
