@@ -267,4 +267,18 @@ def test_prepare_europarl_length_script(tmp_path):
     longest_test = max(len(line.split()) for line in (out / "raw" / "test.de").read_text(encoding="utf-8").splitlines())
     assert longest_train <= 20 < 60 < longest_test
     assert (out / "data-bin" / "dict.de.txt").read_bytes() == (out / "data-bin" / "dict.en.txt").read_bytes()
+    assert json.loads((out / "data-bin" / "prep-info.json").read_text())["corpus"] == "europarl-length"  # --max-len 20
     assert_published_statistics(out, "europarl_len_de_en")
+
+
+def test_another_max_len_is_another_corpus(tmp_path):
+    """--max-len N other than the published 20 makes another split, and prep-info.json names it
+    (europarl-length-maxlenN), as the other scripts name their variants."""
+    raw = REPO.parent / "shared" / "data" / "wmt14_ende" / "raw_sample_simt"
+    if not (raw / "europarl_head20k.de").is_file():
+        pytest.skip(f"Europarl sample not found at {raw} (CI provides the corpora at ../shared/data)")
+    out = tmp_path / "europarl12"
+    run(["bash", str(REPO / "data-prep" / "prepare-europarl-length.sh"), "--raw-dir", str(raw), "--out", str(out),
+         "--max-len", "12"])
+    assert json.loads((out / "data-bin" / "prep-info.json").read_text())["corpus"] == "europarl-length-maxlen12"
+    assert max(len(line.split()) for line in (out / "raw" / "train.de").read_text(encoding="utf-8").splitlines()) <= 12

@@ -43,6 +43,8 @@ def body(s: Script, argv: List[str]) -> None:
         s.die("--raw-dir DIR is required (this script works offline only).\nPass the directory with "
               "europarl_head20k.{de,en}, e.g. --raw-dir ../shared/data/wmt14_ende/raw_sample_simt (see --help).")
     s.require_modules("sacremoses", "subword_nmt", "fairseq_cli")
+    # another --max-len is another split: prep-info.json's corpus says which (the published one is 20)
+    s.corpus = "europarl-length" + ("" if int(s.max_len) == 20 else f"-maxlen{s.max_len}")
     s.prepare_out_dir()
 
     s.step(f"Inputs ({s.raw_dir})")
