@@ -76,8 +76,10 @@ def published_values(key: str = "fan2021_table5") -> Tuple[str, Dict[Tuple[str, 
     return data["source"], {(v["kind"], int(v["layer"]), int(v["w"])): v for v in data["values"]}
 
 
-def mass_table(models: Sequence[LoadedModel], options: PassOptions, windows: Sequence[int], layers: Optional[Sequence[int]]):
-    source, published = published_values()
+def mass_table(models: Sequence[LoadedModel], options: PassOptions, windows: Sequence[int], layers: Optional[Sequence[int]],
+               paper: Optional[Tuple[str, Dict[Tuple[str, int, int], dict]]] = None):
+    """``paper``: :func:`published_values`, where the caller has read them already (else read here)."""
+    source, published = paper if paper is not None else published_values()
     table = Table(["model", "kind", "layer", "w", "sentences", "attn_s_percent", "published_percent", "published_from"],
                   caption=f"Fan et al. (2021) Table 5, Eq. 13: attention mass within w tokens (percent), encoder self-attention. "
                           f"Published: {source} (a different data set and model size: compare the pattern, not the value).")

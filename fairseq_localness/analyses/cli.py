@@ -192,14 +192,14 @@ def _args_mass(parser):
 def _run_mass(args, out: Outputs):
     from .attention import mass_figure, mass_table, published_values
 
-    published_values()  # the paper's values come from the checkout: a missing one fails before any model loads
+    paper = published_values()  # the paper's values come from the checkout: a missing one fails before any model loads
     models = _models(args)
     for loaded in models:  # before the passes over the split
         count = len(getattr(getattr(loaded.model, "encoder", None), "layers", None) or [])
         outside = [layer for layer in args.layers or [] if not 1 <= layer <= count]
         if count and outside:
             raise AnalysisError(f"--layers {','.join(map(str, outside))}: {loaded.path} has encoder layers 1-{count}")
-    table = mass_table(models, _pass(args), args.windows, args.layers)
+    table = mass_table(models, _pass(args), args.windows, args.layers, paper)
     return out.write(args.name, table, mass_figure(table))
 
 
